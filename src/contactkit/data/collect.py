@@ -1,0 +1,165 @@
+"""Collect trajectories: run a policy in a simulated world and append episodes to an HDF5 dataset.
+
+Every episode draws its randomness from ``numpy.random.default_rng([seed, episode])``, so a collection
+that was interrupted and resumed writes exactly the episodes an uninterrupted run would have written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from contactkit.control.policies import make_policy
+from contactkit.data.schema import DatasetMeta, Episode
+from contactkit.data.writer import DatasetWriter
+from contactkit.errors import InvalidInputError
+from contactkit.mujoco.world import MujocoWorld
+from contactkit.physics import WorldParams
+from contactkit.rotations import quat_mul, rotvec_to_quat
+from contactkit.scene import Scene
+from contactkit.state import BodyState, stack_states
+from contactkit.tasks.scenes import peg_in_hole, random_training_scene
+
+TASKS = ("peg-in-hole", "random-scene")
+BACKENDS = ("mujoco",)
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    """What to collect.
+
+    Attributes:
+        task: ``"peg-in-hole"`` (one scene for all episodes) or ``"random-scene"`` (a new paper-0
+            training scene per episode).
+        shape, clearance, slot_shape: peg-in-hole geometry (shape names, radial clearance [m]).
+        policy: policy name (:class:`~contactkit.control.policies.PolicyName`).
+        episodes: number of episodes; steps: control steps per episode.
+        seed: base seed (≥ 0).
+        world: physics parameters.
+        backend: simulator name.
+        start_xy: half-range of the uniform random xy offset of the start pose [m].
+        start_tilt: std of the random start tilt about x and y [rad].
+    """
+
+    task: str = "peg-in-hole"
+    shape: str = "hexagon"
+    clearance: float = 1e-3
+    slot_shape: str | None = None
+    policy: str = "random-spline"
+    episodes: int = 20
+    steps: int = 400
+    seed: int = 0
+    world: WorldParams = field(default_factory=WorldParams)
+    backend: str = "mujoco"
+    start_xy: float = 0.004
+    start_tilt: float = 0.02
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise InvalidInputError(f"unknown task {self.task!r}; valid: {list(TASKS)}")
+        if self.backend not in BACKENDS:
+            raise InvalidInputError(f"unknown backend {self.backend!r}; valid: {list(BACKENDS)}")
+        if self.episodes < 1 or self.steps < 1:
+            raise InvalidInputError(f"episodes and steps must be >= 1, got {self.episodes}, {self.steps}")
+        if self.seed < 0:
+            raise InvalidInputError(f"seed must be >= 0, got {self.seed}")
+        make_policy(self.policy, self.steps)  # validates the name
+
+    def scene(self, rng: np.random.Generator | None = None) -> Scene:
+        """The episode's scene: fixed for peg-in-hole, drawn from ``rng`` for random scenes."""
+        if self.task == "random-scene":
+            if rng is None:
+                raise InvalidInputError("random-scene needs a generator")
+            return random_training_scene(rng)
+        return peg_in_hole(self.shape, self.clearance, slot_shape=self.slot_shape)
+
+
+def make_world(backend: str, scene: Scene, params: WorldParams, rng: np.random.Generator):
+    """A simulator for ``scene``: ``"mujoco"`` → :class:`MujocoWorld`."""
+    if backend == "mujoco":
+        return MujocoWorld(scene, params, rng=rng)
+    raise InvalidInputError(f"unknown backend {backend!r}; valid: {list(BACKENDS)}")
+
+
+def random_start(scene: Scene, rng: np.random.Generator, start_xy: float, start_tilt: float) -> BodyState:
+    """The scene's start pose, shifted by U(±start_xy) in x, y and tilted by N(0, start_tilt) about x, y."""
+    offset = np.array([*rng.uniform(-start_xy, start_xy, size=2), 0.0])
+    tilt = np.array([*rng.normal(0.0, start_tilt, size=2), 0.0])
+    quat = quat_mul(rotvec_to_quat(tilt), scene.tool.init_quat)
+    return BodyState.at_rest(scene.tool.init_pos + offset, quat)
+
+
+def run_episode(
+    world, policy, steps: int, start: BodyState, rng: np.random.Generator, seed: int | None = None
+) -> Episode:
+    """Roll ``policy`` for ``steps`` control steps from ``start`` in ``world``; returns the Episode."""
+    state = world.reset(start)
+    policy.reset(world.scene, state, rng)
+    states, actions, commands, wrenches = [state], [], [], []
+    reading = np.zeros(6)
+    for t in range(steps):
+        command = policy.act(t, state, reading)
+        result = world.step(command, policy.mode)
+        state, reading = result.state, result.wrench
+        states.append(state)
+        actions.append(result.applied)
+        commands.append(command)
+        wrenches.append(reading)
+    time = np.arange(steps + 1) * world.params.control_dt
+    return Episode.from_states(
+        time, stack_states(states), np.array(actions), np.array(commands), np.array(wrenches), seed
+    )
+
+
+def dataset_meta(spec: CollectSpec) -> DatasetMeta:
+    """Per-file attributes of a collection (the scene is the first episode's for random scenes)."""
+    policy = make_policy(spec.policy, spec.steps)
+    scene = spec.scene(np.random.default_rng([spec.seed, 0, 1]))
+    policy_json = {
+        **policy.params(),
+        "task": spec.task,
+        "start_xy": spec.start_xy,
+        "start_tilt": spec.start_tilt,
+    }
+    return DatasetMeta(
+        scene=scene.to_json(),
+        world=spec.world.to_json(),
+        policy=json.dumps(policy_json),
+        seed=spec.seed,
+        action_mode=policy.mode,
+        control_dt=spec.world.control_dt,
+        backend=spec.backend,
+    )
+
+
+def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | None = None) -> int:
+    """Collect ``spec.episodes`` episodes into ``out``, resuming after the last committed one.
+
+    Args:
+        spec: what to collect.
+        out: HDF5 path; an existing dataset with the same meta is resumed, a different one refused.
+        progress: called as ``progress(done, total)`` after each committed episode.
+
+    Returns:
+        Number of episodes written by this call.
+    """
+    written = 0
+    with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:
+        if progress:
+            progress(writer.n_committed, spec.episodes)
+        for episode in range(writer.n_committed, spec.episodes):
+            rng = np.random.default_rng([spec.seed, episode])
+            scene = spec.scene(np.random.default_rng([spec.seed, episode, 1]))
+            world = make_world(spec.backend, scene, spec.world, rng)
+            start = random_start(scene, rng, spec.start_xy, spec.start_tilt)
+            ep = run_episode(
+                world, make_policy(spec.policy, spec.steps), spec.steps, start, rng, seed=spec.seed
+            )
+            writer.append_episode(ep)
+            written += 1
+            if progress:
+                progress(episode + 1, spec.episodes)
+    return written

@@ -1,0 +1,23 @@
+"""Exceptions raised by contactkit. Every message names the object and what is wrong with it."""
+
+from __future__ import annotations
+
+
+class ContactkitError(Exception):
+    """Base class of every error contactkit raises on purpose."""
+
+
+class InvalidInputError(ContactkitError, ValueError):
+    """An argument has a wrong shape, a non-finite value, or a value out of its valid range."""
+
+
+class GeometryError(ContactkitError, ValueError):
+    """A mesh or part is malformed: non-finite vertices, degenerate, not watertight, not convex."""
+
+
+class DatasetError(ContactkitError, OSError):
+    """A dataset file is missing, truncated, foreign, or inconsistent with what is asked of it."""
+
+
+class CheckpointError(ContactkitError, OSError):
+    """A checkpoint is corrupt, foreign, or does not match the model it is loaded into."""

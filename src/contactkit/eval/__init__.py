@@ -1,0 +1,1 @@
+"""Benchmarks, experiments, metrics and the results registry."""

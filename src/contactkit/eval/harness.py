@@ -1,0 +1,94 @@
+"""Run a named benchmark or experiment, attach provenance, and store full runs under docs/results/.
+
+A measurement module exposes ``run(quick: bool, seed: int, device: str) -> dict``. The harness adds the
+command line, seed, package versions and machine, writes ``--json`` when asked, and for a full run (not
+``--quick``) stores ``docs/results/NAME.json`` from which ``contactkit results`` builds docs/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from contactkit.errors import InvalidInputError
+
+BENCHMARKS = {
+    "collect": "contactkit.eval.bench_collect",
+}
+"""``contactkit benchmark NAME`` → module with ``run``."""
+
+EXPERIMENTS: dict[str, str] = {}
+"""``contactkit experiment NAME`` → module with ``run``."""
+
+PACKAGES = ("numpy", "scipy", "torch", "mujoco", "coal", "h5py", "trimesh")
+
+
+def provenance(seed: int, quick: bool) -> dict:
+    """Command line, seed, versions and machine of this run."""
+    versions = {}
+    for name in ("contactkit", *PACKAGES):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "command": " ".join(["contactkit", *sys.argv[1:]]) if sys.argv else "",
+        "seed": seed,
+        "quick": quick,
+        "versions": versions,
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def atomic_write_json(path: Path, payload: dict) -> None:
+    """Write JSON to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def run_measurement(
+    kind: str,
+    name: str,
+    *,
+    quick: bool,
+    seed: int = 0,
+    device: str = "cpu",
+    json_path: str | None = None,
+    results_dir: str | Path = "docs/results",
+) -> dict:
+    """Run benchmark/experiment ``name`` and return its result with provenance.
+
+    Raises:
+        InvalidInputError: unknown name (the message lists the known ones).
+    """
+    registry = BENCHMARKS if kind == "benchmark" else EXPERIMENTS
+    if name not in registry:
+        raise InvalidInputError(f"unknown {kind} {name!r}; available: {sorted(registry)}")
+    module = importlib.import_module(registry[name])
+    started = time.perf_counter()
+    result = module.run(quick=quick, seed=seed, device=device)
+    result = {
+        "name": name,
+        "kind": kind,
+        **result,
+        "provenance": {**provenance(seed, quick), "wall_s": time.perf_counter() - started},
+    }
+    if json_path:
+        atomic_write_json(Path(json_path), result)
+    if not quick:
+        atomic_write_json(Path(results_dir) / f"{name}.json", result)
+    return result

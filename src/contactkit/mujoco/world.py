@@ -1,0 +1,216 @@
+"""MuJoCo reference world: a Scene simulated with a floating tool under wrench or impedance control.
+
+One control step = ``params.n_substeps`` physics steps, run in C by ``mujoco.rollout``. The impedance
+controller lives in the model as six site actuators (it acts at every physics step, like a robot's servo
+loop); the step reports the mean applied wrench and the mean F/T reading over the control period (an
+anti-aliased sensor sampled at the control rate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from contactkit.control.impedance import ActionMode, pose_target
+from contactkit.errors import InvalidInputError
+from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
+from contactkit.physics import WorldParams
+from contactkit.rotations import quat_to_mat
+from contactkit.scene import Scene
+from contactkit.state import BodyState
+
+STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+CONTROL_SPEC = (
+    mujoco.mjtState.mjSTATE_MOCAP_POS
+    | mujoco.mjtState.mjSTATE_MOCAP_QUAT
+    | mujoco.mjtState.mjSTATE_XFRC_APPLIED
+)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one control step produced.
+
+    Attributes:
+        state: tool state after the step.
+        wrench: ``(6,)`` F/T reading, sensor frame [N, N·m], mean over the control period, noise and bias added.
+        applied: ``(6,)`` mean wrench the controller applied, world frame, about the tool origin [N, N·m],
+            gravity compensation included.
+    """
+
+    state: BodyState
+    wrench: np.ndarray
+    applied: np.ndarray
+
+
+class MujocoWorld:
+    """A MuJoCo simulation of ``scene`` under ``params``; holds one ``MjData``.
+
+    Args:
+        scene: the static description.
+        params: physics parameters (time step, sub-steps, contact softness, noise...).
+        rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
+    """
+
+    def __init__(
+        self, scene: Scene, params: WorldParams | None = None, rng: np.random.Generator | None = None
+    ):
+        self.scene = scene
+        self.params = params or WorldParams()
+        self.rng = rng
+        if any(self.params.ft_noise_std) and rng is None:
+            raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
+        self.xml = scene_to_mjcf(scene, self.params)
+        self.model = mujoco.MjModel.from_xml_string(self.xml)
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TOOL_BODY)
+        self._mocap_pos = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TARGET_POS_BODY)]
+        self._mocap_rot = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TARGET_ROT_BODY)]
+        self.tool_geoms = m.geom_bodyid == self._body
+        m.dof_damping[0:3] = self.params.linear_damping
+        m.dof_damping[3:6] = self.params.angular_damping
+        tool = scene.tool
+        comp = scene.controller.gravity_compensation and self.params.gravity
+        self._weight = tool.mass * GRAVITY_MPS2 if comp else 0.0
+        self._state_buf = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
+        self._ctrl_buf = np.empty(mujoco.mj_stateSize(m, CONTROL_SPEC))
+        self._qpos_at = 1  # FULLPHYSICS starts with time, then qpos (7), qvel (6)
+        self.reset()
+
+    # ---- state ------------------------------------------------------------------------------------
+    def reset(self, state: BodyState | None = None) -> BodyState:
+        """Reset to ``state`` (default: the scene's initial pose at rest) and return it."""
+        mujoco.mj_resetData(self.model, self.data)
+        tool = self.scene.tool
+        self.set_state(state if state is not None else BodyState.at_rest(tool.init_pos, tool.init_quat))
+        return self.state()
+
+    def set_state(self, state: BodyState) -> None:
+        """Place the tool at an unbatched ``state`` (world frame); targets move to the same pose."""
+        state.validated("MujocoWorld.set_state")
+        if state.batch_shape != ():
+            raise InvalidInputError(f"MujocoWorld holds one tool; got batch shape {state.batch_shape}")
+        d = self.data
+        d.qpos[0:3] = state.pos
+        d.qpos[3:7] = state.quat
+        d.qvel[0:3] = state.lin_vel
+        d.qvel[3:6] = quat_to_mat(state.quat).T @ state.ang_vel
+        d.mocap_pos[self._mocap_pos] = state.pos
+        d.mocap_pos[self._mocap_rot] = state.pos
+        d.mocap_quat[self._mocap_rot] = state.quat
+        d.qacc_warmstart[:] = 0.0
+        mujoco.mj_forward(self.model, d)
+
+    def state(self) -> BodyState:
+        """Current tool state (world frame; ``ang_vel`` converted from MuJoCo's body frame)."""
+        return _body_state(self.data.qpos, self.data.qvel)
+
+    # ---- stepping ---------------------------------------------------------------------------------
+    def _set_inputs(self, command: np.ndarray, mode: ActionMode) -> None:
+        """Write the mocap targets and the external force for one control step into ``data``."""
+        d, m = self.data, self.model
+        pos, quat = d.qpos[0:3].copy(), d.qpos[3:7] / np.linalg.norm(d.qpos[3:7])
+        feedforward = np.array([0.0, 0.0, self._weight, 0.0, 0.0, 0.0])
+        if mode is ActionMode.POSE_DELTA:
+            tpos, tquat = pose_target(pos, quat, command, self.scene.controller)
+            d.mocap_pos[self._mocap_pos] = tpos
+            d.mocap_pos[self._mocap_rot] = tpos
+            d.mocap_quat[self._mocap_rot] = tquat
+            m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+        else:
+            feedforward = feedforward + command
+            m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+        # xfrc_applied acts at the centre of mass: move the torque reference from the tool origin.
+        lever = quat_to_mat(quat) @ self.scene.tool.com
+        d.xfrc_applied[self._body, :3] = feedforward[:3]
+        d.xfrc_applied[self._body, 3:] = feedforward[3:] - np.cross(lever, feedforward[:3])
+        self._feedforward = feedforward
+
+    def step(self, command, mode: ActionMode) -> StepResult:
+        """Advance one control step.
+
+        Args:
+            command: ``(6,)`` action: a world wrench about the tool origin (``WRENCH``, added to the
+                gravity compensation) or a pose-target displacement (``POSE_DELTA``, see
+                :func:`contactkit.control.impedance.pose_target`).
+            mode: how to read ``command``.
+
+        Returns:
+            :class:`StepResult`: new state, mean F/T reading (sensor frame), mean applied wrench (world).
+        """
+        command = np.asarray(command, dtype=np.float64)
+        if command.shape != (6,) or not np.all(np.isfinite(command)):
+            raise InvalidInputError(f"action must be 6 finite numbers, got {command!r}")
+        mode = ActionMode(mode)
+        m, d = self.model, self.data
+        self._set_inputs(command, mode)
+        mujoco.mj_getState(m, d, self._state_buf, STATE_SPEC)
+        mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
+        n = self.params.n_substeps
+        control = np.repeat(self._ctrl_buf[None, None], n, axis=1)
+        states = np.empty((1, n, self._state_buf.size))
+        sensors = np.empty((1, n, m.nsensordata))
+        rollout.rollout(
+            [m],
+            [d],
+            self._state_buf[None],
+            control,
+            control_spec=int(CONTROL_SPEC),
+            nstep=n,
+            skip_checks=True,
+            state=states,
+            sensordata=sensors,
+        )
+        mujoco.mj_setState(m, d, states[0, -1], STATE_SPEC)
+        mujoco.mj_kinematics(m, d)
+        return self._summarise(states[0], sensors[0], mode)
+
+    def _summarise(self, states: np.ndarray, sensors: np.ndarray, mode: ActionMode) -> StepResult:
+        """Mean F/T reading and applied wrench over the sub-steps of one control step."""
+        q0 = self._qpos_at
+        pos, quat = states[:, q0 : q0 + 3], states[:, q0 + 3 : q0 + 7]
+        rot = quat_to_mat(quat / np.linalg.norm(quat, axis=-1, keepdims=True))
+        tool = self.scene.tool
+        reading = _sensor_frame_reading(
+            sensors[:, 0:9], pos, rot, tool.sensor_pos, quat_to_mat(tool.sensor_quat)
+        )
+        applied = np.tile(self._feedforward, (len(states), 1))
+        if mode is ActionMode.POSE_DELTA:
+            act = sensors[:, 9:15]
+            r_target = quat_to_mat(self.data.mocap_quat[self._mocap_rot])
+            applied[:, :3] += act[:, :3]
+            applied[:, 3:] += act[:, 3:] @ r_target.T
+        mean_reading = reading.mean(axis=0) + np.asarray(self.params.ft_bias)
+        if any(self.params.ft_noise_std):
+            mean_reading = mean_reading + self.rng.normal(0.0, self.params.ft_noise_std)
+        return StepResult(self.state(), mean_reading, applied.mean(axis=0))
+
+
+def _body_state(qpos: np.ndarray, qvel: np.ndarray) -> BodyState:
+    """BodyState from a free joint's qpos (7,) and qvel (6,) (angular velocity in the body frame)."""
+    quat = qpos[3:7] / np.linalg.norm(qpos[3:7])
+    return BodyState(qpos[0:3].copy(), quat, qvel[0:3].copy(), quat_to_mat(quat) @ qvel[3:6])
+
+
+def _sensor_frame_reading(
+    contact: np.ndarray, pos: np.ndarray, rot: np.ndarray, sensor_pos: np.ndarray, sensor_rot: np.ndarray
+) -> np.ndarray:
+    """Per-sub-step F/T readings ``(n, 6)`` from MuJoCo's net contact sensor.
+
+    Args:
+        contact: ``(n, 9)`` sensor rows: force the *tool exerts* on its contacts (world), torque about the
+            force-weighted contact centroid, and that centroid.
+        pos, rot: ``(n, 3)`` tool origins and ``(n, 3, 3)`` tool rotations.
+        sensor_pos, sensor_rot: sensor frame in the tool frame.
+    """
+    force = -contact[:, 0:3]
+    origin = pos + np.einsum("nij,j->ni", rot, sensor_pos)
+    torque = -contact[:, 3:6] + np.cross(contact[:, 6:9] - origin, force)
+    r_s = rot @ sensor_rot
+    return np.concatenate(
+        [np.einsum("nji,nj->ni", r_s, force), np.einsum("nji,nj->ni", r_s, torque)], axis=-1
+    )

@@ -1,0 +1,1 @@
+"""World parameter presets shipped with contactkit (JSON files)."""

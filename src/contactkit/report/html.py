@@ -1,0 +1,57 @@
+"""A static HTML page that a person opens in a browser: sections of text, tables and figures."""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in keys)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(k, '')))}</td>" for k in keys) + "</tr>" for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def write_report(out_dir: str | Path, title: str, sections: list[dict]) -> Path:
+    """Write ``out_dir/index.html``.
+
+    Args:
+        out_dir: folder holding the figures (paths in sections are relative to it).
+        title: page title.
+        sections: each ``{"title": str, "text": str, "rows": list[dict], "figures": [relative paths]}``
+            (all keys but ``title`` optional).
+
+    Returns:
+        Path of the page, written atomically.
+    """
+    out_dir = Path(out_dir)
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}img{max-width:100%}</style></head>",
+        f"<body><h1>{html.escape(title)}</h1>",
+    ]
+    for s in sections:
+        parts.append(f"<h2>{html.escape(s['title'])}</h2>")
+        if s.get("text"):
+            parts.append(f"<p>{html.escape(s['text'])}</p>")
+        parts.append(_table(s.get("rows", [])))
+        for fig in s.get("figures", []):
+            parts.append(f"<p><img src='{html.escape(str(fig))}' alt='{html.escape(str(fig))}'></p>")
+    parts.append("</body></html>")
+    page = out_dir / "index.html"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = page.with_name("index.html.tmp")
+    tmp.write_text("\n".join(parts))
+    os.replace(tmp, page)
+    return page

@@ -1,0 +1,116 @@
+"""Quaternion and rotation helpers in numpy, batch dimensions first.
+
+Quaternions are ``(w, x, y, z)`` (MuJoCo's convention). A rotation vector (axis-angle) ``phi`` has the
+rotation axis as direction and the angle [rad] as norm. All functions broadcast over leading dimensions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SMALL_ANGLE = 1e-12
+"""Angle [rad] below which series expansions replace the closed forms."""
+
+
+def quat_mul(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
+    """Hamilton product ``q1 ⊗ q2`` of ``(*B, 4)`` quaternions; rotates by ``q2`` first, then ``q1``."""
+    w1, x1, y1, z1 = np.moveaxis(np.asarray(q1, dtype=np.float64), -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(np.asarray(q2, dtype=np.float64), -1, 0)
+    return np.stack(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    """Conjugate (inverse of a unit quaternion), ``(*B, 4)``."""
+    q = np.asarray(q, dtype=np.float64)
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_normalize(q: np.ndarray) -> np.ndarray:
+    """Unit quaternion with non-negative ``w`` (a canonical sign), ``(*B, 4)``."""
+    q = np.asarray(q, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0.0, -q, q)
+
+
+def quat_to_mat(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix ``(*B, 3, 3)`` of unit quaternions ``(*B, 4)``; maps body to world vectors."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=np.float64), -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        axis=-2,
+    )
+
+
+def mat_to_quat(m: np.ndarray) -> np.ndarray:
+    """Unit quaternion ``(*B, 4)`` (w ≥ 0) of rotation matrices ``(*B, 3, 3)`` (Shepperd's method)."""
+    m = np.asarray(m, dtype=np.float64)
+    batch = m.shape[:-2]
+    m = m.reshape(-1, 3, 3)
+    out = np.empty((m.shape[0], 4))
+    tr = np.trace(m, axis1=1, axis2=2)
+    diag = np.stack([m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]], -1)
+    choice = np.argmax(np.concatenate([tr[:, None], diag], -1), -1)
+    for i in range(m.shape[0]):
+        r, c = m[i], choice[i]
+        if c == 0:
+            s = 2.0 * np.sqrt(1.0 + tr[i])
+            out[i] = [0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s]
+        elif c == 1:
+            s = 2.0 * np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
+            out[i] = [(r[2, 1] - r[1, 2]) / s, 0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s]
+        elif c == 2:
+            s = 2.0 * np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
+            out[i] = [(r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s]
+        else:
+            s = 2.0 * np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
+            out[i] = [(r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s]
+    return quat_normalize(out).reshape(*batch, 4)
+
+
+def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
+    """Rotation vector ``(*B, 3)`` [rad] of unit quaternions ``(*B, 4)``, angle in ``[0, π]``."""
+    q = quat_normalize(q)
+    v = q[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    scale = np.where(
+        s > SMALL_ANGLE, angle / np.maximum(s, SMALL_ANGLE), 2.0 / np.maximum(q[..., :1], SMALL_ANGLE)
+    )
+    return v * scale
+
+
+def rotvec_to_quat(phi: np.ndarray) -> np.ndarray:
+    """Unit quaternion ``(*B, 4)`` of rotation vectors ``(*B, 3)`` [rad]."""
+    phi = np.asarray(phi, dtype=np.float64)
+    angle = np.linalg.norm(phi, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    sinc = np.where(angle > SMALL_ANGLE, np.sin(half) / np.maximum(angle, SMALL_ANGLE), 0.5 - angle**2 / 48.0)
+    return np.concatenate([np.cos(half), phi * sinc], axis=-1)
+
+
+def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors ``v`` ``(*B, 3)`` by unit quaternions ``q`` ``(*B, 4)`` (body → world)."""
+    return np.einsum("...ij,...j->...i", quat_to_mat(q), np.asarray(v, dtype=np.float64))
+
+
+def quat_integrate(q: np.ndarray, omega_world: np.ndarray, dt: float) -> np.ndarray:
+    """Advance ``q`` by a world-frame angular velocity ``(*B, 3)`` [rad/s] held for ``dt`` [s]."""
+    return quat_normalize(quat_mul(rotvec_to_quat(np.asarray(omega_world) * dt), q))
+
+
+def quat_angle_between(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
+    """Geodesic angle ``(*B,)`` [rad] between two orientations, in ``[0, π]``."""
+    d = np.abs(np.sum(quat_normalize(q1) * quat_normalize(q2), axis=-1))
+    return 2.0 * np.arccos(np.clip(d, 0.0, 1.0))

@@ -1,0 +1,267 @@
+"""Static scene description: the tool, the fixed environment, the controller and the F/T sensor.
+
+A :class:`Scene` is frozen and JSON-serialisable; every backend (MuJoCo, the contactkit engine, learned
+models) reads the same description. Frames: world z up; the tool frame is the frame of the tool's mesh
+(for a peg, origin at the centre of the tip face, axis +z); poses are ``(pos (3,), quat (4,) w,x,y,z)``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+from contactkit.geometry.part import Part
+
+SCENE_SCHEMA_VERSION = 1
+
+
+def _vec(x, n: int, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    if a.shape != (n,):
+        raise InvalidInputError(f"{what} must have {n} values, got shape {np.shape(x)}")
+    if not np.all(np.isfinite(a)):
+        raise InvalidInputError(f"{what} contains NaN or Inf: {a.tolist()}")
+    return a
+
+
+def _unit_quat(q, what: str) -> np.ndarray:
+    q = _vec(q, 4, what)
+    n = np.linalg.norm(q)
+    if abs(n - 1.0) > 1e-6:
+        raise InvalidInputError(f"{what} must be a unit quaternion (w, x, y, z); its norm is {n:.6g}")
+    return q
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The dynamic body held by the robot.
+
+    Attributes:
+        part: tool geometry, tool frame [m].
+        mass: [kg], > 0.
+        com: ``(3,)`` centre of mass in the tool frame [m].
+        inertia: ``(3, 3)`` inertia about the centre of mass, tool-frame axes [kg·m²], SPD.
+        friction: sliding friction coefficient of the tool surface (combined with the environment's by max).
+        init_pos: ``(3,)`` initial position of the tool frame in the world [m].
+        init_quat: ``(4,)`` initial orientation (w, x, y, z).
+        sensor_pos: ``(3,)`` F/T sensor origin in the tool frame [m].
+        sensor_quat: ``(4,)`` sensor frame orientation relative to the tool frame.
+    """
+
+    part: Part
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    friction: float = 0.5
+    init_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    init_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    sensor_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    sensor_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+
+    def __post_init__(self):
+        if not (np.isfinite(self.mass) and self.mass > 0):
+            raise InvalidInputError(
+                f"tool '{self.part.name}': mass must be positive and finite, got {self.mass}"
+            )
+        inertia = np.asarray(self.inertia, dtype=np.float64)
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            raise InvalidInputError(f"tool '{self.part.name}': inertia must be a finite 3x3 matrix")
+        if not np.allclose(inertia, inertia.T, atol=1e-12) or np.linalg.eigvalsh(inertia).min() <= 0:
+            raise InvalidInputError(f"tool '{self.part.name}': inertia must be symmetric positive definite")
+        if not (np.isfinite(self.friction) and self.friction >= 0):
+            raise InvalidInputError(f"tool '{self.part.name}': friction must be >= 0, got {self.friction}")
+        object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "com", _vec(self.com, 3, "tool.com"))
+        object.__setattr__(self, "init_pos", _vec(self.init_pos, 3, "tool.init_pos"))
+        object.__setattr__(self, "init_quat", _unit_quat(self.init_quat, "tool.init_quat"))
+        object.__setattr__(self, "sensor_pos", _vec(self.sensor_pos, 3, "tool.sensor_pos"))
+        object.__setattr__(self, "sensor_quat", _unit_quat(self.sensor_quat, "tool.sensor_quat"))
+
+
+@dataclass(frozen=True)
+class StaticBody:
+    """A fixed environment body: a part placed at a world pose."""
+
+    part: Part
+    pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    friction: float = 0.5
+
+    def __post_init__(self):
+        object.__setattr__(self, "pos", _vec(self.pos, 3, f"static '{self.part.name}' pos"))
+        object.__setattr__(self, "quat", _unit_quat(self.quat, f"static '{self.part.name}' quat"))
+        if not (np.isfinite(self.friction) and self.friction >= 0):
+            raise InvalidInputError(f"static '{self.part.name}': friction must be >= 0, got {self.friction}")
+
+
+@dataclass(frozen=True)
+class ImpedanceGains:
+    """Cartesian impedance controller of the wrist (tool frame origin), world-frame gains.
+
+    Attributes:
+        stiffness_pos: ``(3,)`` translational stiffness [N/m].
+        stiffness_rot: ``(3,)`` rotational stiffness [N·m/rad].
+        damping_ratio: ζ; damping = 2 ζ sqrt(K m) per axis (m: mass or principal inertia).
+        max_force: limit on the norm of the commanded force [N].
+        max_torque: limit on the norm of the commanded torque [N·m].
+        max_pos_step: largest pose-target displacement an action may ask for [m].
+        max_rot_step: largest rotation-target displacement an action may ask for [rad].
+        gravity_compensation: add the nominal tool weight as a feed-forward force.
+    """
+
+    stiffness_pos: np.ndarray = field(default_factory=lambda: np.full(3, 400.0))
+    stiffness_rot: np.ndarray = field(default_factory=lambda: np.full(3, 4.0))
+    damping_ratio: float = 1.0
+    max_force: float = 40.0
+    max_torque: float = 2.0
+    max_pos_step: float = 0.03
+    max_rot_step: float = 0.3
+    gravity_compensation: bool = True
+
+    def __post_init__(self):
+        for name in ("stiffness_pos", "stiffness_rot"):
+            v = _vec(getattr(self, name), 3, f"controller.{name}")
+            if np.any(v < 0):
+                raise InvalidInputError(f"controller.{name} must be >= 0, got {v.tolist()}")
+            object.__setattr__(self, name, v)
+        for name in ("damping_ratio", "max_force", "max_torque", "max_pos_step", "max_rot_step"):
+            v = float(getattr(self, name))
+            if not (np.isfinite(v) and v >= 0):
+                raise InvalidInputError(f"controller.{name} must be finite and >= 0, got {v}")
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Everything static about a contact task.
+
+    Attributes:
+        name: a short identifier, e.g. ``"peg-in-hole(hexagon, 1mm)"``.
+        tool: the dynamic tool body.
+        statics: fixed bodies (table, slot, obstacles).
+        controller: impedance controller gains and limits.
+        workspace_lo, workspace_hi: ``(3,)`` bounds of the tool origin's workspace [m, world].
+        target_pos: ``(3,)`` goal of the tool origin (e.g. the slot bottom centre) [m, world].
+        target_quat: ``(4,)`` goal orientation of the tool.
+        meta: JSON-compatible task facts (task name, shape, clearance, ...).
+    """
+
+    name: str
+    tool: Tool
+    statics: tuple[StaticBody, ...]
+    controller: ImpedanceGains = field(default_factory=ImpedanceGains)
+    workspace_lo: np.ndarray = field(default_factory=lambda: np.array([-0.1, -0.1, 0.0]))
+    workspace_hi: np.ndarray = field(default_factory=lambda: np.array([0.1, 0.1, 0.2]))
+    target_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    target_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "statics", tuple(self.statics))
+        lo = _vec(self.workspace_lo, 3, "scene.workspace_lo")
+        hi = _vec(self.workspace_hi, 3, "scene.workspace_hi")
+        if np.any(hi <= lo):
+            raise InvalidInputError(
+                f"scene.workspace_hi {hi.tolist()} must exceed workspace_lo {lo.tolist()}"
+            )
+        object.__setattr__(self, "workspace_lo", lo)
+        object.__setattr__(self, "workspace_hi", hi)
+        object.__setattr__(self, "target_pos", _vec(self.target_pos, 3, "scene.target_pos"))
+        object.__setattr__(self, "target_quat", _unit_quat(self.target_quat, "scene.target_quat"))
+
+    # ---- JSON -------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-compatible dictionary (arrays as lists)."""
+        t = self.tool
+        c = self.controller
+        return {
+            "schema_version": SCENE_SCHEMA_VERSION,
+            "name": self.name,
+            "tool": {
+                "part": t.part.to_dict(),
+                "mass": t.mass,
+                "com": t.com.tolist(),
+                "inertia": t.inertia.tolist(),
+                "friction": t.friction,
+                "init_pos": t.init_pos.tolist(),
+                "init_quat": t.init_quat.tolist(),
+                "sensor_pos": t.sensor_pos.tolist(),
+                "sensor_quat": t.sensor_quat.tolist(),
+            },
+            "statics": [
+                {
+                    "part": s.part.to_dict(),
+                    "pos": s.pos.tolist(),
+                    "quat": s.quat.tolist(),
+                    "friction": s.friction,
+                }
+                for s in self.statics
+            ],
+            "controller": {
+                "stiffness_pos": c.stiffness_pos.tolist(),
+                "stiffness_rot": c.stiffness_rot.tolist(),
+                "damping_ratio": c.damping_ratio,
+                "max_force": c.max_force,
+                "max_torque": c.max_torque,
+                "max_pos_step": c.max_pos_step,
+                "max_rot_step": c.max_rot_step,
+                "gravity_compensation": c.gravity_compensation,
+            },
+            "workspace_lo": self.workspace_lo.tolist(),
+            "workspace_hi": self.workspace_hi.tolist(),
+            "target_pos": self.target_pos.tolist(),
+            "target_quat": self.target_quat.tolist(),
+            "meta": self.meta,
+        }
+
+    def to_json(self) -> str:
+        """Serialise to a JSON string."""
+        return json.dumps(self.to_dict())
+
+    @staticmethod
+    def from_dict(d: dict) -> Scene:
+        """Inverse of :meth:`to_dict`; a missing key is an InvalidInputError naming it."""
+        try:
+            if d.get("schema_version") != SCENE_SCHEMA_VERSION:
+                raise InvalidInputError(
+                    f"scene schema_version {d.get('schema_version')!r} is not {SCENE_SCHEMA_VERSION}"
+                )
+            td = d["tool"]
+            tool = Tool(
+                Part.from_dict(td["part"]),
+                float(td["mass"]),
+                td["com"],
+                td["inertia"],
+                float(td["friction"]),
+                td["init_pos"],
+                td["init_quat"],
+                td["sensor_pos"],
+                td["sensor_quat"],
+            )
+            statics = tuple(
+                StaticBody(Part.from_dict(s["part"]), s["pos"], s["quat"], float(s["friction"]))
+                for s in d["statics"]
+            )
+            return Scene(
+                d["name"],
+                tool,
+                statics,
+                ImpedanceGains(**d["controller"]),
+                d["workspace_lo"],
+                d["workspace_hi"],
+                d["target_pos"],
+                d["target_quat"],
+                dict(d.get("meta", {})),
+            )
+        except KeyError as exc:
+            raise InvalidInputError(f"scene description lacks the key {exc}") from None
+
+    @staticmethod
+    def from_json(text: str) -> Scene:
+        """Parse a JSON string made by :meth:`to_json`."""
+        try:
+            return Scene.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"scene JSON is malformed: {exc}") from None

@@ -1,0 +1,147 @@
+"""Scene constructors for the papers' tasks: peg-in-hole and paper 0's random training scenes.
+
+World layout: the table top is the plane z = 0; slots and obstacles stand on it. The tool (a peg)
+starts above its target; its F/T sensor sits at the top of the peg (the wrist mount).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+from contactkit.geometry import Shape, box, mass_properties, matching_slot, parse_shape, peg
+from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
+
+TABLE_SIZE = (0.5, 0.5, 0.02)
+"""Full extents of the table box [m]; its top face is z = 0."""
+TRAINING_SHAPES = (Shape.TRIANGLE, Shape.SQUARE, Shape.HEXAGON)
+"""Tool shapes of paper 0's training scenes (§IV-A); the circle is held out."""
+
+
+def table(friction: float = 0.5) -> StaticBody:
+    """The table: a box whose top face is the plane z = 0."""
+    return StaticBody(box(TABLE_SIZE, name="table"), pos=(0.0, 0.0, -TABLE_SIZE[2] / 2), friction=friction)
+
+
+def make_tool(part, mass: float, friction: float, init_pos, init_quat=(1.0, 0.0, 0.0, 0.0)) -> Tool:
+    """A tool from a peg part with ``mass`` [kg]; the sensor frame sits at the top face centre."""
+    props = mass_properties(part, mass=mass)
+    length = float(part.meta.get("length", np.ptp(part.vertices[:, 2])))
+    return Tool(
+        part,
+        props.mass,
+        props.com,
+        props.inertia,
+        friction,
+        init_pos,
+        init_quat,
+        sensor_pos=(0.0, 0.0, length),
+    )
+
+
+def peg_in_hole(
+    shape: str | Shape = "hexagon",
+    clearance: float = 1e-3,
+    *,
+    size: float = 0.01,
+    length: float = 0.06,
+    depth: float = 0.025,
+    slot_shape: str | Shape | None = None,
+    chamfer: float = 0.0,
+    tool_mass: float = 0.3,
+    friction: float = 0.5,
+    start_height: float = 0.01,
+    circle_segments: int = 32,
+    controller: ImpedanceGains | None = None,
+) -> Scene:
+    """A peg above a matching slot on the table.
+
+    Args:
+        shape: peg cross-section; ``slot_shape`` defaults to it (paper 0's unseen pairing: circle in square).
+        clearance: radial clearance [m] (see :func:`contactkit.geometry.slot.slot`).
+        size: peg apothem (radius for a circle) [m]; 0.01 gives a 20 mm peg.
+        length: peg length [m]. depth: hole depth [m]. chamfer: tip bevel [m].
+        tool_mass: [kg]. friction: sliding friction of every surface.
+        start_height: gap between the peg tip and the slot's top face at the start [m].
+        circle_segments: polygon sides of a circular peg.
+        controller: impedance gains; default :class:`ImpedanceGains`.
+
+    Returns:
+        Scene whose ``target_pos`` is the hole's bottom centre (where the peg tip ends when inserted).
+    """
+    tool_part = peg(shape, size, length, chamfer=chamfer, circle_segments=circle_segments)
+    slot_part = matching_slot(tool_part, clearance, depth, slot_shape=slot_shape)
+    floor = slot_part.meta["floor"]
+    slot_body = StaticBody(slot_part, pos=(0.0, 0.0, floor), friction=friction)
+    target = np.array([0.0, 0.0, floor])
+    tool = make_tool(tool_part, tool_mass, friction, target + [0.0, 0.0, depth + start_height])
+    meta = {
+        "task": "peg-in-hole",
+        "shape": tool_part.meta["shape"],
+        "slot_shape": slot_part.meta["shape"],
+        "clearance": float(clearance),
+        "depth": float(depth),
+        "hole_apothem": slot_part.meta["hole_apothem"],
+        "slot_top_z": float(floor + depth),
+    }
+    return Scene(
+        name=f"peg-in-hole({tool_part.meta['shape']} in {slot_part.meta['shape']}, {clearance * 1e3:g} mm)",
+        tool=tool,
+        statics=(table(friction), slot_body),
+        controller=controller or ImpedanceGains(),
+        workspace_lo=(-0.08, -0.08, floor),
+        workspace_hi=(0.08, 0.08, 0.2),
+        target_pos=target,
+        meta=meta,
+    )
+
+
+def random_training_scene(
+    rng: np.random.Generator,
+    *,
+    shapes: tuple[Shape | str, ...] = TRAINING_SHAPES,
+    n_obstacles: tuple[int, int] = (3, 6),
+    tool_mass: float = 0.3,
+    friction: float = 0.5,
+    controller: ImpedanceGains | None = None,
+) -> Scene:
+    """Paper 0 §IV-A training scene: a tool of a random primitive shape and 3–6 box obstacles on the table.
+
+    Obstacles are boxes of 2–6 cm sides and 1–4 cm height at random places within ±9 cm of the centre,
+    never under the tool's start position (a 3 cm keep-out radius). The tool starts 8 cm above the table.
+
+    Args:
+        rng: the only source of randomness.
+        shapes: tool shapes to draw from.
+        n_obstacles: inclusive range of the number of boxes.
+    """
+    lo, hi = n_obstacles
+    if not 0 <= lo <= hi:
+        raise InvalidInputError(f"n_obstacles must be a range (lo, hi) with 0 <= lo <= hi, got {n_obstacles}")
+    shape = parse_shape(shapes[int(rng.integers(len(shapes)))])
+    size = float(rng.uniform(0.008, 0.012))
+    length = float(rng.uniform(0.05, 0.07))
+    tool_part = peg(shape, size, length)
+    statics = [table(friction)]
+    placed: list[np.ndarray] = []
+    while len(placed) < int(rng.integers(lo, hi + 1)):
+        dims = np.array([rng.uniform(0.02, 0.06), rng.uniform(0.02, 0.06), rng.uniform(0.01, 0.04)])
+        xy = rng.uniform(-0.09, 0.09, size=2)
+        if np.linalg.norm(xy) < 0.03 + 0.5 * np.linalg.norm(dims[:2]):
+            continue
+        placed.append(xy)
+        yaw = rng.uniform(-np.pi, np.pi)
+        quat = (np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2))
+        part = box(tuple(dims), name=f"obstacle{len(placed)}")
+        statics.append(StaticBody(part, pos=(xy[0], xy[1], dims[2] / 2), quat=quat, friction=friction))
+    tool = make_tool(tool_part, tool_mass, friction, (0.0, 0.0, 0.08))
+    return Scene(
+        name=f"random-scene({shape.value}, {len(placed)} obstacles)",
+        tool=tool,
+        statics=tuple(statics),
+        controller=controller or ImpedanceGains(),
+        workspace_lo=(-0.1, -0.1, 0.0),
+        workspace_hi=(0.1, 0.1, 0.15),
+        target_pos=(0.0, 0.0, 0.0),
+        meta={"task": "random-scene", "shape": shape.value, "n_obstacles": len(placed)},
+    )
