@@ -1,0 +1,47 @@
+"""Parametric parts (pegs, slots, boxes) as watertight meshes with exact dimensions and convex pieces;
+mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geometry.prism`."""
+
+from contactkit.geometry.boxes import box
+from contactkit.geometry.mass import MassProperties, mass_properties
+from contactkit.geometry.mesh_io import load_mesh, read_obj, save_obj, weld
+from contactkit.geometry.part import ConvexPiece, Part
+from contactkit.geometry.prism import (
+    DEFAULT_PEG_CIRCLE_SEGMENTS,
+    Shape,
+    apothem,
+    face_normals,
+    n_sides,
+    parse_shape,
+    peg,
+    polygon,
+)
+from contactkit.geometry.slots import DEFAULT_SLOT_CIRCLE_SEGMENTS, hole_apothem, matching_slot, slot
+from contactkit.geometry.validate import hull_piece, is_convex, signed_volume, validate_part
+
+__all__ = [
+    "DEFAULT_PEG_CIRCLE_SEGMENTS",
+    "DEFAULT_SLOT_CIRCLE_SEGMENTS",
+    "ConvexPiece",
+    "MassProperties",
+    "Part",
+    "Shape",
+    "apothem",
+    "box",
+    "face_normals",
+    "hole_apothem",
+    "hull_piece",
+    "is_convex",
+    "load_mesh",
+    "mass_properties",
+    "matching_slot",
+    "n_sides",
+    "parse_shape",
+    "peg",
+    "polygon",
+    "read_obj",
+    "save_obj",
+    "signed_volume",
+    "slot",
+    "validate_part",
+    "weld",
+]

@@ -1,0 +1,238 @@
+"""Regular-polygon cross-sections and the pegs built on them (act-FIGNet §IV-A: triangle, square,
+pentagon, hexagon and circle tools).
+
+Conventions, used by every part in this package:
+
+- ``size`` of a cross-section is its *apothem* (inscribed radius) [m], for every shape.
+- A circle of radius ``r`` is the regular ``circle_segments``-gon that *circumscribes* it: its apothem
+  is ``r``, its corners lie at ``r / cos(pi / circle_segments)``. So ``size`` is the apothem for the
+  circle as well, and a matching circular hole of the same segment count has parallel faces.
+- Orientation: face ``k`` of an ``n``-gon has its outward normal at angle ``2 pi k / n`` from +x, so
+  face 0 faces +x; corner ``k`` lies at angle ``(2k + 1) pi / n``. Every part built here (peg and slot)
+  uses this orientation, so a peg and a hole of the same shape have parallel faces, and a circle
+  polygon whose segment count is a multiple of 4 has faces at +-x, +-y like the square.
+- Polygons are counter-clockwise seen from +z; meshes are wound counter-clockwise seen from outside.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+from contactkit.geometry.part import ConvexPiece, Part
+
+MIN_CIRCLE_SEGMENTS = 8
+"""Fewest polygon sides accepted for a circle."""
+
+MAX_CIRCLE_SEGMENTS = 4096
+"""Most polygon sides accepted for a circle (bounds memory)."""
+
+DEFAULT_PEG_CIRCLE_SEGMENTS = 32
+"""Sides of a circular peg unless told otherwise; also what :func:`slot` assumes for a circular peg."""
+
+
+class Shape(str, enum.Enum):
+    """Cross-section of a peg or a hole."""
+
+    TRIANGLE = "triangle"
+    SQUARE = "square"
+    PENTAGON = "pentagon"
+    HEXAGON = "hexagon"
+    CIRCLE = "circle"
+
+
+_POLYGON_SIDES = {Shape.TRIANGLE: 3, Shape.SQUARE: 4, Shape.PENTAGON: 5, Shape.HEXAGON: 6}
+
+
+def parse_shape(name: Shape | str) -> Shape:
+    """Return the :class:`Shape` named ``name`` (case and surrounding blanks ignored).
+
+    Raises:
+        InvalidInputError: ``name`` is no shape; the message lists the valid names.
+    """
+    if isinstance(name, Shape):
+        return name
+    valid = ", ".join(s.value for s in Shape)
+    if not isinstance(name, str):
+        raise InvalidInputError(f"shape must be a string or Shape, got {type(name).__name__}; valid: {valid}")
+    try:
+        return Shape(name.strip().lower())
+    except ValueError:
+        raise InvalidInputError(f"unknown shape {name!r}; valid shapes: {valid}") from None
+
+
+def check_positive(label: str, value: float) -> float:
+    """Return ``value`` as a float after checking that it is finite and > 0.
+
+    Raises:
+        InvalidInputError: naming ``label`` when ``value`` is not a finite positive number.
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{label} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0.0:
+        raise InvalidInputError(f"{label} must be finite and > 0, got {value!r}")
+    return v
+
+
+def check_segments(circle_segments: int) -> int:
+    """Return ``circle_segments`` once checked to be an int in [MIN_CIRCLE_SEGMENTS, MAX_CIRCLE_SEGMENTS]."""
+    if isinstance(circle_segments, bool) or not isinstance(circle_segments, (int, np.integer)):
+        raise InvalidInputError(f"circle_segments must be an int, got {circle_segments!r}")
+    if not MIN_CIRCLE_SEGMENTS <= circle_segments <= MAX_CIRCLE_SEGMENTS:
+        raise InvalidInputError(
+            f"circle_segments must be in [{MIN_CIRCLE_SEGMENTS}, {MAX_CIRCLE_SEGMENTS}], "
+            f"got {circle_segments}"
+        )
+    return int(circle_segments)
+
+
+def n_sides(shape: Shape | str, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> int:
+    """Number of polygon sides of ``shape``'s cross-section (``circle_segments`` for the circle)."""
+    shape = parse_shape(shape)
+    if shape is Shape.CIRCLE:
+        return check_segments(circle_segments)
+    return _POLYGON_SIDES[shape]
+
+
+def apothem(shape: Shape | str, size: float, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> float:
+    """Inscribed radius [m] of the cross-section of ``shape`` with the given ``size`` [m].
+
+    By this package's convention (module docstring) ``size`` *is* the apothem for every shape,
+    the circle included (its polygon circumscribes the circle of radius ``size``); this function
+    validates the arguments and returns it.
+    """
+    n_sides(shape, circle_segments)
+    return check_positive("size", size)
+
+
+def face_normals(n: int) -> np.ndarray:
+    """``(n, 2)`` outward unit normals of the faces of a regular ``n``-gon; face ``k`` at ``2 pi k / n``."""
+    ang = 2.0 * np.pi * np.arange(n) / n
+    return np.stack([np.cos(ang), np.sin(ang)], axis=1)
+
+
+def polygon(
+    shape: Shape | str, size: float, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS
+) -> np.ndarray:
+    """``(n, 2)`` corners [m] of the cross-section, counter-clockwise, centred at the origin.
+
+    The polygon is regular with apothem ``size``; corner ``k`` lies at angle ``(2k + 1) pi / n`` and
+    radius ``size / cos(pi / n)``, so the face between corners ``k - 1`` and ``k`` has outward normal
+    at angle ``2 pi k / n``.
+    """
+    n = n_sides(shape, circle_segments)
+    a = apothem(shape, size, circle_segments)
+    ang = (2.0 * np.arange(n) + 1.0) * np.pi / n
+    r = a / math.cos(math.pi / n)
+    return np.stack([r * np.cos(ang), r * np.sin(ang)], axis=1)
+
+
+def _ring(poly: np.ndarray, z: float) -> np.ndarray:
+    return np.column_stack([poly, np.full(len(poly), z)])
+
+
+def side_faces(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """``(2n, 3)`` triangles joining two rings of vertex indices (counter-clockwise polygons, ``lower``
+    below ``upper``), wound so that normals point away from the polygon's interior."""
+    lo1, up1 = np.roll(lower, -1), np.roll(upper, -1)
+    return np.concatenate([np.stack([lower, lo1, up1], 1), np.stack([lower, up1, upper], 1)])
+
+
+def cap_faces(ring: np.ndarray, centre: int | None, up: bool) -> np.ndarray:
+    """Triangles closing a counter-clockwise ring of vertex indices, normal +z if ``up`` else -z.
+
+    With ``centre`` (the index of a vertex at the polygon's centre) the cap is a fan around it;
+    without, a fan from the ring's first vertex (only valid for a convex polygon).
+    """
+    if centre is None:
+        a, b, c = np.full(len(ring) - 2, ring[0]), ring[1:-1], ring[2:]
+    else:
+        a, b, c = np.full(len(ring), centre), ring, np.roll(ring, -1)
+    tri = np.stack([a, b, c], 1)
+    return tri if up else tri[:, [0, 2, 1]]
+
+
+def loft(rings: list[tuple[float, np.ndarray]], *, centre_caps: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Closed mesh through horizontal polygons stacked along +z.
+
+    Args:
+        rings: ``[(z, poly (n, 2)), ...]`` with increasing ``z`` [m]; polygons counter-clockwise,
+            all with the same ``n``; corner ``j`` of one ring joins corner ``j`` of the next.
+        centre_caps: close the ends with a fan around an added centre vertex (even triangles) instead
+            of a fan from corner 0 (no extra vertex: every vertex is a corner of the hull).
+
+    Returns:
+        ``(vertices (V, 3) float64, faces (F, 3) int64)``, outward counter-clockwise.
+    """
+    n = len(rings[0][1])
+    verts = [_ring(p, z) for z, p in rings]
+    idx = [np.arange(n) + i * n for i in range(len(rings))]
+    faces = [side_faces(idx[i], idx[i + 1]) for i in range(len(rings) - 1)]
+    bottom = top = None
+    if centre_caps:
+        bottom, top = n * len(rings), n * len(rings) + 1
+        verts += [np.array([[0.0, 0.0, rings[0][0]], [0.0, 0.0, rings[-1][0]]])]
+    faces += [cap_faces(idx[0], bottom, up=False), cap_faces(idx[-1], top, up=True)]
+    return np.concatenate(verts).astype(np.float64), np.concatenate(faces).astype(np.int64)
+
+
+def convex_prism(poly: np.ndarray, z0: float, z1: float) -> ConvexPiece:
+    """Convex piece: the counter-clockwise convex polygon ``poly (n, 2)`` [m] extruded from z0 to z1 [m]."""
+    return ConvexPiece(*loft([(z0, poly), (z1, poly)], centre_caps=False))
+
+
+def peg(
+    shape: Shape | str,
+    size: float,
+    length: float,
+    *,
+    chamfer: float = 0.0,
+    circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS,
+    name: str | None = None,
+) -> Part:
+    """A prismatic peg (act-FIGNet §IV-A tools) with a regular-polygon cross-section.
+
+    Frame: origin at the centre of the bottom (tip) face, axis +z, top face at ``z = length``.
+
+    Args:
+        shape: cross-section (:class:`Shape` or its name).
+        size: apothem of the cross-section [m] (for the circle: the radius of the circle that the
+            ``circle_segments``-gon circumscribes); see the module docstring.
+        length: peg length along z [m].
+        chamfer: 45-degree bevel of the tip edge [m]: the tip face has apothem ``size - chamfer`` and the
+            full section starts at ``z = chamfer``; ``0 <= chamfer < min(size, length)``.
+        circle_segments: polygon sides for the circle.
+        name: part name; default ``"peg(<shape>)"``.
+
+    Returns:
+        :class:`Part` whose surface mesh has a centre vertex on each end cap, and one convex piece (a
+        chamfered prism is convex, so the whole peg is one piece). ``meta`` holds kind, shape, size,
+        apothem, length, chamfer, circle_segments, n_sides.
+
+    Raises:
+        InvalidInputError: unknown shape, non-finite or non-positive size/length, bad chamfer or segments.
+    """
+    shape = parse_shape(shape)
+    size = check_positive("peg size", size)
+    length = check_positive("peg length", length)
+    poly = polygon(shape, size, circle_segments)
+    chamfer = float(chamfer)
+    if not math.isfinite(chamfer) or chamfer < 0.0 or chamfer >= min(size, length):
+        raise InvalidInputError(f"chamfer must be in [0, min(size, length)) = [0, {min(size, length)}), "
+                                f"got {chamfer}")
+    rings = [(0.0, poly), (length, poly)]
+    if chamfer > 0.0:
+        rings = [(0.0, poly * ((size - chamfer) / size)), (chamfer, poly), (length, poly)]
+    vertices, faces = loft(rings, centre_caps=True)
+    piece = ConvexPiece(*loft(rings, centre_caps=False))
+    n = len(poly)
+    meta = {
+        "kind": "peg", "shape": shape.value, "size": size, "apothem": size, "length": length,
+        "chamfer": chamfer, "circle_segments": n if shape is Shape.CIRCLE else None, "n_sides": n,
+    }
+    return Part(name or f"peg({shape.value})", vertices, faces, (piece,), meta)
