@@ -32,6 +32,9 @@ class WorldParams:
         solimp: MuJoCo contact impedance ``(dmin, dmax, width [m], midpoint, power)``.
         linear_damping: viscous damping on the tool's translation [N·s/m].
         angular_damping: viscous damping on the tool's rotation [N·m·s/rad].
+        wrist_armature: reflected rotational inertia of the robot's wrist added to the tool's three
+            rotational degrees of freedom [kg·m²] (paper 0 App. D tunes armature for the same reason: a
+            tool alone is far lighter than the wrist that holds it, and its rotation would be unrealistically stiff).
         gravity: whether gravity (−9.81 m/s² along z) acts.
         ft_noise_std: ``(6,)`` standard deviation of white noise on the F/T reading [N, N·m].
         ft_bias: ``(6,)`` constant offset of the F/T reading [N, N·m].
@@ -48,6 +51,7 @@ class WorldParams:
     solimp: tuple[float, float, float, float, float] = (0.9, 0.95, 0.001, 0.5, 2.0)
     linear_damping: float = 0.0
     angular_damping: float = 0.0
+    wrist_armature: float = 2e-3
     gravity: bool = True
     ft_noise_std: tuple[float, ...] = field(default=(0.0,) * 6)
     ft_bias: tuple[float, ...] = field(default=(0.0,) * 6)
@@ -71,7 +75,7 @@ class WorldParams:
             object.__setattr__(self, name, v)
         if any(s < 0 for s in self.ft_noise_std):
             raise InvalidInputError(f"world.ft_noise_std must be >= 0, got {self.ft_noise_std}")
-        for name in ("linear_damping", "angular_damping"):
+        for name in ("linear_damping", "angular_damping", "wrist_armature"):
             if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise InvalidInputError(f"world.{name} must be >= 0")
         if self.cone not in ("elliptic", "pyramidal"):

@@ -134,6 +134,5 @@ def scene_to_mjcf(scene: Scene, params: WorldParams) -> str:
         + "</worldbody>"
         + _actuators(scene, params)
         + f'<sensor><contact name="{CONTACT_SENSOR}" body1="{TOOL_BODY}" reduce="netforce" data="force torque pos"/>'
-        + "".join(f'<actuatorfrc actuator="impedance{i}"/>' for i in range(6))
         + "</sensor></mujoco>"
     )

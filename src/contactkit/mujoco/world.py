@@ -18,7 +18,7 @@ from contactkit.control.impedance import ActionMode, pose_target
 from contactkit.errors import InvalidInputError
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
 from contactkit.physics import WorldParams
-from contactkit.rotations import quat_to_mat
+from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
@@ -73,12 +73,15 @@ class MujocoWorld:
         self.tool_geoms = m.geom_bodyid == self._body
         m.dof_damping[0:3] = self.params.linear_damping
         m.dof_damping[3:6] = self.params.angular_damping
+        m.dof_armature[3:6] = self.params.wrist_armature
         tool = scene.tool
         comp = scene.controller.gravity_compensation and self.params.gravity
         self._weight = tool.mass * GRAVITY_MPS2 if comp else 0.0
         self._state_buf = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
         self._ctrl_buf = np.empty(mujoco.mj_stateSize(m, CONTROL_SPEC))
         self._qpos_at = 1  # FULLPHYSICS starts with time, then qpos (7), qvel (6)
+        self._act_stiffness = -m.actuator_biasprm[:, 1].copy()
+        self._act_damping = -m.actuator_biasprm[:, 2].copy()
         self.reset()
 
     # ---- state ------------------------------------------------------------------------------------
@@ -107,7 +110,9 @@ class MujocoWorld:
 
     def state(self) -> BodyState:
         """Current tool state (world frame; ``ang_vel`` converted from MuJoCo's body frame)."""
-        return _body_state(self.data.qpos, self.data.qvel)
+        d = self.data
+        quat = d.qpos[3:7] / np.linalg.norm(d.qpos[3:7])
+        return BodyState(d.qpos[0:3].copy(), quat, d.qvel[0:3].copy(), d.xmat[self._body].reshape(3, 3) @ d.qvel[3:6])
 
     # ---- stepping ---------------------------------------------------------------------------------
     def _set_inputs(self, command: np.ndarray, mode: ActionMode) -> None:
@@ -125,7 +130,7 @@ class MujocoWorld:
             feedforward = feedforward + command
             m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         # xfrc_applied acts at the centre of mass: move the torque reference from the tool origin.
-        lever = quat_to_mat(quat) @ self.scene.tool.com
+        lever = d.xmat[self._body].reshape(3, 3) @ self.scene.tool.com
         d.xfrc_applied[self._body, :3] = feedforward[:3]
         d.xfrc_applied[self._body, 3:] = feedforward[3:] - np.cross(lever, feedforward[:3])
         self._feedforward = feedforward
@@ -148,6 +153,8 @@ class MujocoWorld:
         mode = ActionMode(mode)
         m, d = self.model, self.data
         self._set_inputs(command, mode)
+        self._start = (d.qpos[0:3].copy(), d.qpos[3:7].copy(), d.qvel[0:3].copy(), d.qvel[3:6].copy())
+        self._rot_start = d.xmat[self._body].reshape(3, 3).copy()
         mujoco.mj_getState(m, d, self._state_buf, STATE_SPEC)
         mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
         n = self.params.n_substeps
@@ -172,16 +179,14 @@ class MujocoWorld:
     def _summarise(self, states: np.ndarray, sensors: np.ndarray, mode: ActionMode) -> StepResult:
         """Mean F/T reading and applied wrench over the sub-steps of one control step."""
         q0 = self._qpos_at
-        pos, quat = states[:, q0 : q0 + 3], states[:, q0 + 3 : q0 + 7]
+        pos, quat = states[:, q0:q0 + 3], states[:, q0 + 3:q0 + 7]
         rot = quat_to_mat(quat / np.linalg.norm(quat, axis=-1, keepdims=True))
         tool = self.scene.tool
-        reading = _sensor_frame_reading(
-            sensors[:, 0:9], pos, rot, tool.sensor_pos, quat_to_mat(tool.sensor_quat)
-        )
+        reading = _sensor_frame_reading(sensors[:, 0:9], pos, rot, tool.sensor_pos, quat_to_mat(tool.sensor_quat))
         applied = np.tile(self._feedforward, (len(states), 1))
         if mode is ActionMode.POSE_DELTA:
-            act = sensors[:, 9:15]
             r_target = quat_to_mat(self.data.mocap_quat[self._mocap_rot])
+            act = self._acting_actuator_force(states, rot, r_target)
             applied[:, :3] += act[:, :3]
             applied[:, 3:] += act[:, 3:] @ r_target.T
         mean_reading = reading.mean(axis=0) + np.asarray(self.params.ft_bias)
@@ -189,12 +194,34 @@ class MujocoWorld:
             mean_reading = mean_reading + self.rng.normal(0.0, self.params.ft_noise_std)
         return StepResult(self.state(), mean_reading, applied.mean(axis=0))
 
+    def _acting_actuator_force(self, states: np.ndarray, rot: np.ndarray, r_target: np.ndarray) -> np.ndarray:
+        """Impedance forces ``(n, 6)`` that acted in each sub-step, in actuator space.
 
-def _body_state(qpos: np.ndarray, qvel: np.ndarray) -> BodyState:
-    """BodyState from a free joint's qpos (7,) and qvel (6,) (angular velocity in the body frame)."""
-    quat = qpos[3:7] / np.linalg.norm(qpos[3:7])
-    return BodyState(qpos[0:3].copy(), quat, qvel[0:3].copy(), quat_to_mat(quat) @ qvel[3:6])
-
+        Mirrors MuJoCo's affine actuators: ``f_k = clamp(−K·len_k − D·vel_k)`` at the sub-step's start.
+        MuJoCo's implicit integrators add the velocity derivative of unclamped actuators, so the force that
+        moved the tool is ``f_k − D (vel_{k+1} − vel_k)`` (clamped: ``f_k``); explicit Euler uses ``f_k``.
+        Translation: ``len = p − p*`` (world axes). Rotation: ``len = rotvec(q*⁻¹ q)``, ``vel = R*ᵀ ω``.
+        """
+        q0, v0 = self._qpos_at, self._qpos_at + 7
+        pos = np.concatenate([self._start[0][None], states[:-1, q0:q0 + 3]])
+        quat = np.concatenate([self._start[1][None], states[:-1, q0 + 3:q0 + 7]])
+        rot_k = np.concatenate([self._rot_start[None], rot[:-1]])
+        lin = np.concatenate([self._start[2][None], states[:, v0:v0 + 3]])
+        body_w = np.concatenate([self._start[3][None], states[:, v0 + 3:v0 + 6]])
+        ang_k = np.einsum("nij,nj->ni", rot_k, body_w[:-1]) @ r_target
+        ang_next = np.einsum("nij,nj->ni", rot_k, body_w[1:]) @ r_target
+        d = self.data
+        err_pos = pos - d.mocap_pos[self._mocap_pos]
+        err_rot = quat_to_rotvec(quat_mul(quat_conj(d.mocap_quat[self._mocap_rot]), quat))
+        length = np.concatenate([err_pos, err_rot], axis=1)
+        vel = np.concatenate([lin[:-1], ang_k], axis=1)
+        limits = self.model.actuator_forcerange[:, 1]
+        raw = -self._act_stiffness * length - self._act_damping * vel
+        force = np.clip(raw, -limits, limits)
+        if self.params.integrator != "Euler":
+            free = np.abs(raw) <= limits
+            force -= np.where(free, self._act_damping * (np.concatenate([lin[1:], ang_next], axis=1) - vel), 0.0)
+        return force
 
 def _sensor_frame_reading(
     contact: np.ndarray, pos: np.ndarray, rot: np.ndarray, sensor_pos: np.ndarray, sensor_rot: np.ndarray
