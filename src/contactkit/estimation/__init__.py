@@ -1,0 +1,33 @@
+"""State estimation: particle filter with force-torque measurement updates (act-fignet §IV-C)."""
+
+from contactkit.estimation.particle_filter import (
+    NoiseSpace,
+    ParticleBelief,
+    PFConfig,
+    estimate,
+    init_belief,
+    maybe_resample,
+    perturb,
+    predict,
+    quaternion_mean,
+    tangent_dim,
+    update,
+)
+from contactkit.estimation.resampling import effective_sample_size, normalize_log_weights, systematic_resample
+
+__all__ = [
+    "NoiseSpace",
+    "PFConfig",
+    "ParticleBelief",
+    "effective_sample_size",
+    "estimate",
+    "init_belief",
+    "maybe_resample",
+    "normalize_log_weights",
+    "perturb",
+    "predict",
+    "quaternion_mean",
+    "systematic_resample",
+    "tangent_dim",
+    "update",
+]
