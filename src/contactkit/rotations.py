@@ -26,6 +26,23 @@ def quat_mul(q1: np.ndarray, q2: np.ndarray) -> np.ndarray:
     return out
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product of ``(*B, 3)`` vectors (``np.cross`` without its per-call overhead)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def norm(v: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """Euclidean norm over the last axis."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.sqrt(np.sum(v * v, axis=-1, keepdims=keepdims))
+
+
 def quat_conj(q: np.ndarray) -> np.ndarray:
     """Conjugate (inverse of a unit quaternion), ``(*B, 4)``."""
     q = np.asarray(q, dtype=np.float64)
@@ -35,7 +52,7 @@ def quat_conj(q: np.ndarray) -> np.ndarray:
 def quat_normalize(q: np.ndarray) -> np.ndarray:
     """Unit quaternion with non-negative ``w`` (a canonical sign), ``(*B, 4)``."""
     q = np.asarray(q, dtype=np.float64)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    q = q / norm(q, keepdims=True)
     return np.where(q[..., :1] < 0.0, -q, q)
 
 
@@ -86,7 +103,7 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
     """Rotation vector ``(*B, 3)`` [rad] of unit quaternions ``(*B, 4)``, angle in ``[0, π]``."""
     q = quat_normalize(q)
     v = q[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    s = norm(v, keepdims=True)
     angle = 2.0 * np.arctan2(s, q[..., :1])
     scale = np.where(
         s > SMALL_ANGLE, angle / np.maximum(s, SMALL_ANGLE), 2.0 / np.maximum(q[..., :1], SMALL_ANGLE)
@@ -97,7 +114,7 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
 def rotvec_to_quat(phi: np.ndarray) -> np.ndarray:
     """Unit quaternion ``(*B, 4)`` of rotation vectors ``(*B, 3)`` [rad]."""
     phi = np.asarray(phi, dtype=np.float64)
-    angle = np.linalg.norm(phi, axis=-1, keepdims=True)
+    angle = norm(phi, keepdims=True)
     half = 0.5 * angle
     sinc = np.where(angle > SMALL_ANGLE, np.sin(half) / np.maximum(angle, SMALL_ANGLE), 0.5 - angle**2 / 48.0)
     return np.concatenate([np.cos(half), phi * sinc], axis=-1)

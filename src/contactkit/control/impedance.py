@@ -14,7 +14,7 @@ from enum import Enum
 import numpy as np
 
 from contactkit.errors import InvalidInputError
-from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
+from contactkit.rotations import norm, quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
 from contactkit.scene import ImpedanceGains
 
 GRAVITY = 9.81
@@ -31,7 +31,7 @@ class ActionMode(str, Enum):
 
 
 def _clip_norm(v: np.ndarray, limit: float) -> np.ndarray:
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    n = norm(v, keepdims=True)
     return v * np.minimum(1.0, limit / np.maximum(n, 1e-300))
 
 

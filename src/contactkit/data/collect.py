@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -147,6 +148,7 @@ def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | 
         Number of episodes written by this call.
     """
     written = 0
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
     with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:
         if progress:
             progress(writer.n_committed, spec.episodes)

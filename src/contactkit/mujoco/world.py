@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
-from mujoco import rollout
 
+import mujoco
 from contactkit.control.impedance import ActionMode, pose_target
 from contactkit.errors import InvalidInputError
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
 from contactkit.physics import WorldParams
-from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
+from contactkit.rotations import cross, norm, quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
 from contactkit.scene import Scene
 from contactkit.state import BodyState
+from mujoco import rollout
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 CONTROL_SPEC = (
@@ -80,6 +80,7 @@ class MujocoWorld:
         self._state_buf = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
         self._ctrl_buf = np.empty(mujoco.mj_stateSize(m, CONTROL_SPEC))
         self._qpos_at = 1  # FULLPHYSICS starts with time, then qpos (7), qvel (6)
+        self._sensor_rot = quat_to_mat(tool.sensor_quat)
         self._act_stiffness = -m.actuator_biasprm[:, 1].copy()
         self._act_damping = -m.actuator_biasprm[:, 2].copy()
         self.reset()
@@ -132,7 +133,7 @@ class MujocoWorld:
         # xfrc_applied acts at the centre of mass: move the torque reference from the tool origin.
         lever = d.xmat[self._body].reshape(3, 3) @ self.scene.tool.com
         d.xfrc_applied[self._body, :3] = feedforward[:3]
-        d.xfrc_applied[self._body, 3:] = feedforward[3:] - np.cross(lever, feedforward[:3])
+        d.xfrc_applied[self._body, 3:] = feedforward[3:] - cross(lever, feedforward[:3])
         self._feedforward = feedforward
 
     def step(self, command, mode: ActionMode) -> StepResult:
@@ -180,9 +181,9 @@ class MujocoWorld:
         """Mean F/T reading and applied wrench over the sub-steps of one control step."""
         q0 = self._qpos_at
         pos, quat = states[:, q0:q0 + 3], states[:, q0 + 3:q0 + 7]
-        rot = quat_to_mat(quat / np.linalg.norm(quat, axis=-1, keepdims=True))
+        rot = quat_to_mat(quat / norm(quat, keepdims=True))
         tool = self.scene.tool
-        reading = _sensor_frame_reading(sensors[:, 0:9], pos, rot, tool.sensor_pos, quat_to_mat(tool.sensor_quat))
+        reading = _sensor_frame_reading(sensors[:, 0:9], pos, rot, tool.sensor_pos, self._sensor_rot)
         applied = np.tile(self._feedforward, (len(states), 1))
         if mode is ActionMode.POSE_DELTA:
             r_target = quat_to_mat(self.data.mocap_quat[self._mocap_rot])
@@ -236,7 +237,7 @@ def _sensor_frame_reading(
     """
     force = -contact[:, 0:3]
     origin = pos + np.einsum("nij,j->ni", rot, sensor_pos)
-    torque = -contact[:, 3:6] + np.cross(contact[:, 6:9] - origin, force)
+    torque = -contact[:, 3:6] + cross(contact[:, 6:9] - origin, force)
     r_s = rot @ sensor_rot
     return np.concatenate(
         [np.einsum("nji,nj->ni", r_s, force), np.einsum("nji,nj->ni", r_s, torque)], axis=-1

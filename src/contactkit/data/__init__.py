@@ -1,0 +1,49 @@
+"""Trajectory datasets: schema, crash-safe writer, validating reader, torch windows, robot-log import."""
+
+from contactkit.data.reader import Dataset, EpisodeIndex, open_dataset
+from contactkit.data.robot_log import (
+    ACTION_COLUMNS,
+    MAX_PLAUSIBLE_FORCE,
+    MAX_PLAUSIBLE_TORQUE,
+    QUAT_RENORM_TOL,
+    REQUIRED_COLUMNS,
+    LogLimits,
+    finite_difference_velocities,
+    import_log,
+    load_log,
+)
+from contactkit.data.schema import FORMAT_NAME, SCHEMA_VERSION, DatasetMeta, Episode
+from contactkit.data.writer import DatasetWriter
+
+_LAZY = {"TrajectoryWindows", "split_by_episode"}  # windows.py imports torch: load it on first use
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from contactkit.data import windows
+
+        return getattr(windows, name)
+    raise AttributeError(f"module 'contactkit.data' has no attribute {name!r}")
+
+
+__all__ = [
+    "ACTION_COLUMNS",
+    "FORMAT_NAME",
+    "MAX_PLAUSIBLE_FORCE",
+    "MAX_PLAUSIBLE_TORQUE",
+    "QUAT_RENORM_TOL",
+    "REQUIRED_COLUMNS",
+    "SCHEMA_VERSION",
+    "Dataset",
+    "DatasetMeta",
+    "DatasetWriter",
+    "Episode",
+    "EpisodeIndex",
+    "LogLimits",
+    "TrajectoryWindows",
+    "finite_difference_velocities",
+    "import_log",
+    "load_log",
+    "open_dataset",
+    "split_by_episode",
+]
