@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 import mujoco
+import numpy as np
+from mujoco import rollout
+
 from contactkit.control.impedance import ActionMode, pose_target
 from contactkit.errors import InvalidInputError
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
@@ -20,7 +21,6 @@ from contactkit.physics import WorldParams
 from contactkit.rotations import cross, norm, quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
 from contactkit.scene import Scene
 from contactkit.state import BodyState
-from mujoco import rollout
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 CONTROL_SPEC = (

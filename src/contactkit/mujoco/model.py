@@ -1,0 +1,94 @@
+"""MuJoCo as a batched :class:`~contactkit.model.ContactModel` (the ground truth a planner can query).
+
+A batch of ``B`` tool states is stepped with one ``mujoco.rollout`` call over ``B`` initial states
+(multi-threaded inside MuJoCo), each with its own impedance target or wrench.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from contactkit.control.impedance import ActionMode
+from contactkit.errors import InvalidInputError
+from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld, _sensor_frame_reading
+from contactkit.physics import WorldParams
+from contactkit.rotations import quat_to_mat
+from contactkit.scene import Scene
+from contactkit.state import BodyState
+
+
+class MujocoContactModel:
+    """MuJoCo stepping a batch of tool states; noise-free F/T (bias and noise of ``params`` are not added).
+
+    Args:
+        scene: static description.
+        params: physics parameters.
+        action_mode: how actions are read (``POSE_DELTA`` through the impedance controller, or ``WRENCH``).
+        n_threads: MuJoCo rollout threads (0: run in the calling thread).
+    """
+
+    history = 1
+
+    def __init__(self, scene: Scene, params: WorldParams | None = None,
+                 action_mode: ActionMode = ActionMode.POSE_DELTA, n_threads: int = 0):
+        self.world = MujocoWorld(scene, params)
+        self.scene, self.params = scene, self.world.params
+        self.action_mode = ActionMode(action_mode)
+        self.control_dt = self.params.control_dt
+        self._rollout = rollout.Rollout(nthread=n_threads)
+        self._datas = [mujoco.MjData(self.world.model) for _ in range(max(1, n_threads))]
+
+    def step(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray]:
+        """One control step for every batch element (see :class:`~contactkit.model.ContactModel`)."""
+        state = BodyState(history.pos[..., -1, :], history.quat[..., -1, :], history.lin_vel[..., -1, :],
+                          history.ang_vel[..., -1, :])
+        batch = state.batch_shape
+        flat = BodyState(*(np.asarray(a, dtype=np.float64).reshape(-1, a.shape[-1]) for a in
+                           (state.pos, state.quat, state.lin_vel, state.ang_vel)))
+        action = np.asarray(action, dtype=np.float64).reshape(-1, 6)
+        if action.shape[0] != flat.pos.shape[0] or not np.all(np.isfinite(action)):
+            raise InvalidInputError(f"actions must be finite with shape {batch + (6,)}, got {np.shape(action)}")
+        flat.validated("history")
+        init, ctrl = self._inputs(flat, action)
+        m, n, b = self.world.model, self.params.n_substeps, init.shape[0]
+        states = np.empty((b, n, init.shape[1]))
+        sensors = np.empty((b, n, m.nsensordata))
+        self._rollout.rollout([m] * b, self._datas, init, np.repeat(ctrl[:, None], n, axis=1),
+                              control_spec=int(CONTROL_SPEC), nstep=n, skip_checks=True, state=states,
+                              sensordata=sensors)
+        return self._outputs(states, sensors, batch)
+
+    def _inputs(self, flat: BodyState, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Initial physics states ``(b, nstate)`` and per-element controls ``(b, ncontrol)``."""
+        w = self.world
+        m, d = w.model, w.data
+        init = np.empty((len(action), mujoco.mj_stateSize(m, STATE_SPEC)))
+        ctrl = np.empty((len(action), mujoco.mj_stateSize(m, CONTROL_SPEC)))
+        for i in range(len(action)):
+            s = flat.index(i)
+            w.set_state(s)
+            w._set_inputs(action[i], self.action_mode)
+            mujoco.mj_getState(m, d, init[i], STATE_SPEC)
+            mujoco.mj_getState(m, d, ctrl[i], CONTROL_SPEC)
+        return init, ctrl
+
+    def _outputs(self, states: np.ndarray, sensors: np.ndarray, batch: tuple) -> tuple[BodyState, np.ndarray]:
+        q0 = 1
+        b, n = states.shape[:2]
+        pos = states[:, :, q0:q0 + 3].reshape(b * n, 3)
+        quat = states[:, :, q0 + 3:q0 + 7].reshape(b * n, 4)
+        rot = quat_to_mat(quat / np.linalg.norm(quat, axis=-1, keepdims=True))
+        tool = self.scene.tool
+        reading = _sensor_frame_reading(sensors.reshape(b * n, -1)[:, 0:9], pos, rot, tool.sensor_pos,
+                                        quat_to_mat(tool.sensor_quat)).reshape(b, n, 6).mean(axis=1)
+        last = states[:, -1]
+        q = last[:, q0 + 3:q0 + 7] / np.linalg.norm(last[:, q0 + 3:q0 + 7], axis=-1, keepdims=True)
+        ang = np.einsum("bij,bj->bi", quat_to_mat(q), last[:, q0 + 10:q0 + 13])
+        out = BodyState(last[:, q0:q0 + 3].reshape(*batch, 3), q.reshape(*batch, 4),
+                        last[:, q0 + 7:q0 + 10].reshape(*batch, 3), ang.reshape(*batch, 3))
+        return out, reading.reshape(*batch, 6)
+
+
+__all__ = ["MujocoContactModel"]
