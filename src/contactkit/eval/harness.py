@@ -20,6 +20,7 @@ from contactkit.errors import InvalidInputError
 
 BENCHMARKS = {
     "collect": "contactkit.eval.bench_collect",
+    "lml": "contactkit.eval.bench_lml",
 }
 """``contactkit benchmark NAME`` → module with ``run``."""
 

@@ -1,0 +1,1 @@
+"""Contact models: learned graph networks (gnn) and the online linear F/T model (linear)."""

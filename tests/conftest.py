@@ -1,0 +1,8 @@
+"""Suite-wide settings: one torch thread per test worker (tiny tensors are 10-100x slower when two
+workers each spawn threads on a 2-core machine)."""
+
+import torch
+
+
+def pytest_configure(config):
+    torch.set_num_threads(1)
