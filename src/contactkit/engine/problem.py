@@ -1,0 +1,328 @@
+"""The velocity-level contact problem: contact frames, Jacobians, Delassus operator and free velocity.
+
+Conventions (all solvers share them):
+
+* A contact ``i`` has a world point ``p_i``, a unit normal ``n_i`` pointing from the environment INTO the
+  tool (the direction of the normal force the environment exerts on the tool, and the direction in
+  which the tool moves to separate), and a signed distance ``d_i`` (< 0: penetration) [m].
+* Its contact frame has the rows ``[n_i; t1_i; t2_i]`` (right-handed: ``t2 = n × t1``) in world
+  coordinates; impulses ``λ_i = (λ_n, λ_t1, λ_t2)`` [N·s] and relative velocities
+  ``u_i = (u_n, u_t1, u_t2)`` [m/s] (velocity of the tool point relative to the environment) are in it.
+* The problem is ``u = W λ + b`` with ``W = J M⁻¹ Jᵀ`` (Delassus operator) and ``b = J v_free + bias``;
+  the generalized velocity after the step is ``v⁺ = v_free + M⁻¹ Jᵀ λ``. This is paper 4 eq 7
+  (hybrid-contact) with the impulse ``hλ`` as unknown, and the contact-space form of paper 1 eq 1.
+* Rows ``3K … 3K+E-1`` of ``J`` are optional frictionless unilateral rows (the C-space virtual constraint
+  of paper 1 eq 8), ``0 ≤ λ_C ⊥ u_C ≥ 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from contactkit.engine.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
+from contactkit.errors import InvalidInputError
+from contactkit.state import BodyState
+
+NORMAL_UNIT_TOL = 1e-6
+"""Largest accepted deviation of ``|n|`` from 1 for a contact normal."""
+
+TANGENT_PARALLEL_TOL = 1e-6
+"""Smallest accepted ``|t - (t·n)n|`` for a user-supplied tangent of unit length."""
+
+INV_MASS_SYMMETRY_TOL = 1e-9
+"""Largest accepted ``|M⁻¹ - M⁻ᵀ|`` relative to ``|M⁻¹|`` in :func:`build_problem_general`."""
+
+
+def _finite(name: str, value, shape: tuple) -> np.ndarray:
+    arr = np.array(value, dtype=np.float64)
+    if arr.shape != shape:
+        raise InvalidInputError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or Inf")
+    arr.flags.writeable = False
+    return arr
+
+
+def _check_dt(dt: float) -> float:
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0.0:
+        raise InvalidInputError(f"time step dt must be finite and > 0 s, got {dt!r}")
+    return dt
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """A set of ``K`` point contacts between the tool and the environment (world frame).
+
+    Attributes:
+        points: ``(K, 3)`` contact points [m], world frame.
+        normals: ``(K, 3)`` unit normals, world frame, pointing from the environment into the tool.
+        distances: ``(K,)`` signed distances [m]; negative is penetration.
+        friction: ``(K,)`` friction coefficients ``μ ≥ 0``.
+        tangents: ``(K, 3)`` optional first tangent directions (projected onto the tangent plane and
+            normalised); ``None`` picks a deterministic basis from the normal (:func:`contact_frames`).
+
+    Raises:
+        InvalidInputError: on wrong shapes, NaN/Inf, non-unit normals, negative friction, or a tangent
+            parallel to its normal.
+    """
+
+    points: np.ndarray
+    normals: np.ndarray
+    distances: np.ndarray
+    friction: np.ndarray
+    tangents: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        points = np.asarray(self.points, dtype=np.float64)
+        if points.ndim != 2 or points.shape[1] != 3:
+            raise InvalidInputError(f"contacts.points must have shape (K, 3), got {points.shape}")
+        k = points.shape[0]
+        object.__setattr__(self, "points", _finite("contacts.points", points, (k, 3)))
+        normals = _finite("contacts.normals", self.normals, (k, 3))
+        norms = np.linalg.norm(normals, axis=1)
+        if k and np.any(np.abs(norms - 1.0) > NORMAL_UNIT_TOL):
+            raise InvalidInputError(
+                f"contacts.normals must be unit vectors (|n| in {norms.min():.6g}..{norms.max():.6g})"
+            )
+        object.__setattr__(self, "normals", normals)
+        object.__setattr__(self, "distances", _finite("contacts.distances", self.distances, (k,)))
+        mu = _finite("contacts.friction", self.friction, (k,))
+        if np.any(mu < 0.0):
+            raise InvalidInputError("contacts.friction must be >= 0")
+        object.__setattr__(self, "friction", mu)
+        if self.tangents is not None:
+            object.__setattr__(self, "tangents", _finite("contacts.tangents", self.tangents, (k, 3)))
+            contact_frames(normals, self.tangents)  # checks that no tangent is parallel to its normal
+
+    @property
+    def count(self) -> int:
+        """Number of contacts ``K``."""
+        return int(self.points.shape[0])
+
+    def permuted(self, order: np.ndarray) -> Contacts:
+        """The same contacts in the order ``order`` ``(K,)`` (a permutation of ``range(K)``)."""
+        order = np.asarray(order, dtype=np.int64)
+        if sorted(order.tolist()) != list(range(self.count)):
+            raise InvalidInputError(f"order must be a permutation of range({self.count})")
+        tangents = None if self.tangents is None else self.tangents[order]
+        return Contacts(self.points[order], self.normals[order], self.distances[order], self.friction[order], tangents)
+
+
+@dataclass(frozen=True)
+class ContactProblem:
+    """The contact problem ``u = W λ + b`` of one time step (see the module docstring).
+
+    Attributes:
+        J: ``(3K+E, n)`` contact-frame Jacobian, rows ``[n; t1; t2]`` per contact then ``E`` unilateral rows.
+        M_inv: ``(n, n)`` inverse generalized mass matrix.
+        W: ``(3K+E, 3K+E)`` Delassus operator ``J M⁻¹ Jᵀ`` [m/s per N·s].
+        v_free: ``(n,)`` generalized velocity at the end of the step without contact impulses.
+        b: ``(3K+E,)`` free contact velocity ``J v_free + bias`` [m/s].
+        mu: ``(K,)`` friction coefficients.
+        frames: ``(K, 3, 3)`` contact frames, rows ``[n; t1; t2]`` in world coordinates.
+        points: ``(K, 3)`` world contact points [m].
+        dt: time step [s] (impulse / dt = mean force).
+    """
+
+    J: np.ndarray
+    M_inv: np.ndarray
+    W: np.ndarray
+    v_free: np.ndarray
+    b: np.ndarray
+    mu: np.ndarray
+    frames: np.ndarray
+    points: np.ndarray
+    dt: float
+
+    @property
+    def n_contacts(self) -> int:
+        """Number of point contacts ``K``."""
+        return int(self.mu.shape[0])
+
+    @property
+    def n_virtual(self) -> int:
+        """Number of extra frictionless unilateral rows ``E``."""
+        return int(self.J.shape[0] - 3 * self.n_contacts)
+
+    @property
+    def n_dof(self) -> int:
+        """Number of generalized velocities ``n``."""
+        return int(self.J.shape[1])
+
+
+def contact_frames(normals: np.ndarray, tangents: np.ndarray | None = None) -> np.ndarray:
+    """Right-handed contact frames ``(K, 3, 3)`` with rows ``[n; t1; t2]``, ``t2 = n × t1`` (world).
+
+    Without ``tangents`` the basis of Duff et al. (2017, branchless ONB) is used: deterministic and
+    continuous in ``n`` except at ``n_z = -1``. With ``tangents`` ``(K, 3)``, ``t1`` is the normalised
+    projection of each onto the tangent plane, so a rotated problem can carry rotated frames.
+    """
+    n = np.asarray(normals, dtype=np.float64)
+    if tangents is None:
+        sign = np.where(n[:, 2] >= 0.0, 1.0, -1.0)
+        a = -1.0 / (sign + n[:, 2])
+        bxy = n[:, 0] * n[:, 1] * a
+        t1 = np.stack([1.0 + sign * n[:, 0] ** 2 * a, sign * bxy, -sign * n[:, 0]], axis=1)
+    else:
+        t = np.asarray(tangents, dtype=np.float64)
+        t1 = t - np.sum(t * n, axis=1, keepdims=True) * n
+        length = np.linalg.norm(t1, axis=1, keepdims=True)
+        if np.any(length < TANGENT_PARALLEL_TOL * np.linalg.norm(t, axis=1, keepdims=True)) or np.any(length == 0):
+            raise InvalidInputError("a contact tangent is parallel to its normal")
+        t1 = t1 / length
+    t2 = np.cross(n, t1)
+    return np.stack([n, t1, t2], axis=1)
+
+
+def body_point_jacobians(body: RigidBody, state: BodyState, points: np.ndarray) -> np.ndarray:
+    """Point Jacobians ``(K, 3, 6)`` of a floating body: world velocity of ``points`` ``(K, 3)`` [m].
+
+    With ``V = [v_com_world; ω_body]`` (paper 1 eq 1), the velocity of a body-fixed point at world
+    position ``p`` is ``v + R(ω × Rᵀr) = v - S(r) R ω`` with ``r = p - com``; hence ``J_p = [I₃, -S(r)R]``.
+    """
+    r = np.asarray(points, dtype=np.float64) - com_position(body, state)
+    rot = rotation(state)
+    jac = np.zeros((r.shape[0], 3, 6))
+    jac[:, :, :3] = np.eye(3)
+    # -S(r) R: column j is -(r × R[:, j]) = R[:, j] × r.
+    jac[:, :, 3:] = np.cross(rot.T[None, :, :], r[:, None, :]).transpose(0, 2, 1)
+    return jac
+
+
+def speculative_bias(distances: np.ndarray, dt: float) -> np.ndarray:
+    """Normal bias ``max(d, 0)/dt`` ``(K,)`` [m/s] of the velocity-level Signorini condition (paper 1 eq 2).
+
+    With it, ``u_n = (J v⁺)_n + max(d,0)/dt ≥ 0`` lets a contact that is ``d > 0`` apart close that gap
+    within the step and no more. It is non-negative, so it never adds energy (a penetration ``d < 0`` is
+    not pushed out by the velocity; :func:`contactkit.engine.integrators.correct_position` does that).
+    """
+    return np.maximum(np.asarray(distances, dtype=np.float64), 0.0) / _check_dt(dt)
+
+
+def build_problem_general(
+    points: np.ndarray,
+    frames: np.ndarray,
+    point_jacobians: np.ndarray,
+    M_inv: np.ndarray,
+    v_free: np.ndarray,
+    mu: np.ndarray,
+    dt: float,
+    bias: np.ndarray | None = None,
+) -> ContactProblem:
+    """Contact problem of any ``n``-DoF system (an arm later) from supplied point Jacobians.
+
+    Args:
+        points: ``(K, 3)`` world contact points [m].
+        frames: ``(K, 3, 3)`` contact frames (rows ``n, t1, t2``; see :func:`contact_frames`).
+        point_jacobians: ``(K, 3, n)`` world velocity of each tool point relative to the environment
+            per unit generalized velocity.
+        M_inv: ``(n, n)`` symmetric positive (semi-)definite inverse mass matrix.
+        v_free: ``(n,)`` generalized velocity at the end of the step without contact.
+        mu: ``(K,)`` friction coefficients.
+        dt: time step [s].
+        bias: ``(3K,)`` velocity bias [m/s] added to ``J v_free`` (e.g. :func:`speculative_bias` on the
+            normal rows); zero if ``None``.
+
+    Returns:
+        ContactProblem with ``J = frames · point_jacobians`` stacked
+        (paper 1 eq 1: rows ``n_iᵀ J_i``, ``t_iᵀ J_i``).
+    """
+    dt = _check_dt(dt)
+    frames = np.asarray(frames, dtype=np.float64)
+    k = frames.shape[0] if frames.ndim == 3 else -1
+    jac_pts = np.asarray(point_jacobians, dtype=np.float64)
+    n = jac_pts.shape[2] if jac_pts.ndim == 3 else 0
+    frames = _finite("frames", frames, (k, 3, 3))
+    if k and np.abs(frames @ frames.transpose(0, 2, 1) - np.eye(3)).max() > NORMAL_UNIT_TOL:
+        raise InvalidInputError("contact frames must be orthonormal (rows n, t1, t2)")
+    jac_pts = _finite("point_jacobians", jac_pts, (k, 3, n))
+    M_inv = _finite("M_inv", M_inv, (n, n))
+    if np.abs(M_inv - M_inv.T).max(initial=0.0) > INV_MASS_SYMMETRY_TOL * max(np.abs(M_inv).max(initial=0.0), 1e-300):
+        raise InvalidInputError("M_inv is not symmetric")
+    bias = np.zeros(3 * k) if bias is None else _finite("bias", bias, (3 * k,))
+    J = np.einsum("kab,kbn->kan", frames, jac_pts).reshape(3 * k, n)
+    v_free = _finite("v_free", v_free, (n,))
+    W = J @ M_inv @ J.T
+    return ContactProblem(
+        J=J,
+        M_inv=M_inv,
+        W=0.5 * (W + W.T),
+        v_free=v_free,
+        b=J @ v_free + bias,
+        mu=_finite("mu", mu, (k,)),
+        frames=frames,
+        points=_finite("points", points, (k, 3)),
+        dt=dt,
+    )
+
+
+def build_problem(
+    contacts: Contacts,
+    body: RigidBody,
+    state: BodyState,
+    v_free: np.ndarray,
+    dt: float,
+    extra_bias: np.ndarray | None = None,
+) -> ContactProblem:
+    """Contact problem of a floating rigid body (3×6 Jacobians per contact; paper 1 eqs 1–3).
+
+    Args:
+        contacts: the ``K`` contacts at the start of the step.
+        body: mass properties.
+        state: pose at the start of the step (velocities unused).
+        v_free: ``(6,)`` free generalized velocity ``[v_com_world; ω_body]`` at the end of the step
+            (:func:`contactkit.engine.integrators.free_velocity`).
+        dt: time step [s].
+        extra_bias: ``(3K,)`` optional bias [m/s] added to the speculative normal bias.
+    """
+    single_state(state)
+    dt = _check_dt(dt)
+    k = contacts.count
+    bias = np.zeros((k, 3))
+    bias[:, 0] = speculative_bias(contacts.distances, dt)
+    bias = bias.reshape(-1)
+    if extra_bias is not None:
+        bias = bias + _finite("extra_bias", extra_bias, (3 * k,))
+    frames = contact_frames(contacts.normals, contacts.tangents)
+    jac = body_point_jacobians(body, state, contacts.points)
+    return build_problem_general(
+        contacts.points, frames, jac, inverse_mass_matrix(body), v_free, contacts.friction, dt, bias
+    )
+
+
+def with_unilateral_rows(problem: ContactProblem, rows: np.ndarray, bias: np.ndarray | None = None) -> ContactProblem:
+    """``problem`` with ``E`` extra frictionless unilateral rows ``(E, n)`` appended (paper 1 eq 8).
+
+    Each row ``N`` adds ``0 ≤ λ_C ⊥ u_C = Nᵀ v⁺ + bias ≥ 0``; ``W`` and ``b`` are extended accordingly.
+    """
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    e = rows.shape[0]
+    rows = _finite("unilateral rows", rows, (e, problem.n_dof))
+    bias = np.zeros(e) if bias is None else _finite("unilateral bias", bias, (e,))
+    J = np.vstack([problem.J, rows])
+    W = J @ problem.M_inv @ J.T
+    return dataclasses.replace(
+        problem, J=J, W=0.5 * (W + W.T), b=np.concatenate([problem.b, rows @ problem.v_free + bias])
+    )
+
+
+def velocity_after(problem: ContactProblem, impulses: np.ndarray) -> np.ndarray:
+    """Generalized velocity ``v⁺ = v_free + M⁻¹ Jᵀ λ`` ``(n,)`` for stacked impulses ``(3K+E,)`` [N·s]."""
+    return problem.v_free + problem.M_inv @ (problem.J.T @ np.asarray(impulses, dtype=np.float64))
+
+
+def contact_wrench(problem: ContactProblem, impulses: np.ndarray, about: np.ndarray) -> np.ndarray:
+    """Mean world wrench ``(6,)`` [N, N·m] of the contact impulses over the step, about a world point.
+
+    ``f_i = frames_iᵀ λ_i / dt`` is the force the environment exerts on the tool at ``points_i``;
+    the wrench is ``(Σ f_i, Σ (p_i - about) × f_i)``. ``impulses`` is ``(K, 3)`` [N·s] in contact frames
+    (virtual C-space rows are not point forces; use :func:`contactkit.engine.body.wrench_from_generalized`).
+    """
+    impulses = np.asarray(impulses, dtype=np.float64).reshape(problem.n_contacts, 3)
+    forces = np.einsum("kab,ka->kb", problem.frames, impulses) / problem.dt
+    lever = problem.points - np.asarray(about, dtype=np.float64)
+    return np.concatenate([forces.sum(axis=0), np.cross(lever, forces).sum(axis=0)])

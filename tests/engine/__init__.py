@@ -1,0 +1,1 @@
+"""Tests of contactkit.engine (contact problem, solvers, integrators)."""
