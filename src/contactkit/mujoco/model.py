@@ -12,7 +12,8 @@ from mujoco import rollout
 
 from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
-from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld, _sensor_frame_reading
+from contactkit.mujoco.substeps import summarise_substeps
+from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
@@ -75,20 +76,17 @@ class MujocoContactModel:
         return init, ctrl
 
     def _outputs(self, states: np.ndarray, sensors: np.ndarray, batch: tuple) -> tuple[BodyState, np.ndarray]:
+        """Final states and mean noise-free F/T readings of each batch element."""
         q0 = 1
-        b, n = states.shape[:2]
-        pos = states[:, :, q0:q0 + 3].reshape(b * n, 3)
-        quat = states[:, :, q0 + 3:q0 + 7].reshape(b * n, 4)
-        rot = quat_to_mat(quat / np.linalg.norm(quat, axis=-1, keepdims=True))
-        tool = self.scene.tool
-        reading = _sensor_frame_reading(sensors.reshape(b * n, -1)[:, 0:9], pos, rot, tool.sensor_pos,
-                                        quat_to_mat(tool.sensor_quat)).reshape(b, n, 6).mean(axis=1)
+        tool, zeros6 = self.scene.tool, np.zeros(6)
+        sensor_rot = quat_to_mat(tool.sensor_quat)
+        reading = np.stack([
+            summarise_substeps(states[i], sensors[i], q0, states[i, 0, q0:q0 + 13], zeros6[:3], tool.sensor_quat,
+                               zeros6, zeros6, zeros6, False, False, tool.sensor_pos, sensor_rot, zeros6)[0]
+            for i in range(states.shape[0])])
         last = states[:, -1]
         q = last[:, q0 + 3:q0 + 7] / np.linalg.norm(last[:, q0 + 3:q0 + 7], axis=-1, keepdims=True)
         ang = np.einsum("bij,bj->bi", quat_to_mat(q), last[:, q0 + 10:q0 + 13])
         out = BodyState(last[:, q0:q0 + 3].reshape(*batch, 3), q.reshape(*batch, 4),
                         last[:, q0 + 7:q0 + 10].reshape(*batch, 3), ang.reshape(*batch, 3))
         return out, reading.reshape(*batch, 6)
-
-
-__all__ = ["MujocoContactModel"]

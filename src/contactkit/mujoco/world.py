@@ -17,8 +17,9 @@ from mujoco import rollout
 from contactkit.control.impedance import ActionMode, pose_target
 from contactkit.errors import InvalidInputError
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
+from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.physics import WorldParams
-from contactkit.rotations import cross, norm, quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
+from contactkit.rotations import cross, quat_to_mat
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
@@ -83,6 +84,7 @@ class MujocoWorld:
         self._sensor_rot = quat_to_mat(tool.sensor_quat)
         self._act_stiffness = -m.actuator_biasprm[:, 1].copy()
         self._act_damping = -m.actuator_biasprm[:, 2].copy()
+        self._act_limits = m.actuator_forcerange[:, 1].copy()
         self.reset()
 
     # ---- state ------------------------------------------------------------------------------------
@@ -154,8 +156,7 @@ class MujocoWorld:
         mode = ActionMode(mode)
         m, d = self.model, self.data
         self._set_inputs(command, mode)
-        self._start = (d.qpos[0:3].copy(), d.qpos[3:7].copy(), d.qvel[0:3].copy(), d.qvel[3:6].copy())
-        self._rot_start = d.xmat[self._body].reshape(3, 3).copy()
+        self._start = np.concatenate([d.qpos[0:7], d.qvel[0:6]])
         mujoco.mj_getState(m, d, self._state_buf, STATE_SPEC)
         mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
         n = self.params.n_substeps
@@ -178,67 +179,14 @@ class MujocoWorld:
         return self._summarise(states[0], sensors[0], mode)
 
     def _summarise(self, states: np.ndarray, sensors: np.ndarray, mode: ActionMode) -> StepResult:
-        """Mean F/T reading and applied wrench over the sub-steps of one control step."""
-        q0 = self._qpos_at
-        pos, quat = states[:, q0:q0 + 3], states[:, q0 + 3:q0 + 7]
-        rot = quat_to_mat(quat / norm(quat, keepdims=True))
-        tool = self.scene.tool
-        reading = _sensor_frame_reading(sensors[:, 0:9], pos, rot, tool.sensor_pos, self._sensor_rot)
-        applied = np.tile(self._feedforward, (len(states), 1))
-        if mode is ActionMode.POSE_DELTA:
-            r_target = quat_to_mat(self.data.mocap_quat[self._mocap_rot])
-            act = self._acting_actuator_force(states, rot, r_target)
-            applied[:, :3] += act[:, :3]
-            applied[:, 3:] += act[:, 3:] @ r_target.T
-        mean_reading = reading.mean(axis=0) + np.asarray(self.params.ft_bias)
-        if any(self.params.ft_noise_std):
-            mean_reading = mean_reading + self.rng.normal(0.0, self.params.ft_noise_std)
-        return StepResult(self.state(), mean_reading, applied.mean(axis=0))
-
-    def _acting_actuator_force(self, states: np.ndarray, rot: np.ndarray, r_target: np.ndarray) -> np.ndarray:
-        """Impedance forces ``(n, 6)`` that acted in each sub-step, in actuator space.
-
-        Mirrors MuJoCo's affine actuators: ``f_k = clamp(−K·len_k − D·vel_k)`` at the sub-step's start.
-        MuJoCo's implicit integrators add the velocity derivative of unclamped actuators, so the force that
-        moved the tool is ``f_k − D (vel_{k+1} − vel_k)`` (clamped: ``f_k``); explicit Euler uses ``f_k``.
-        Translation: ``len = p − p*`` (world axes). Rotation: ``len = rotvec(q*⁻¹ q)``, ``vel = R*ᵀ ω``.
-        """
-        q0, v0 = self._qpos_at, self._qpos_at + 7
-        pos = np.concatenate([self._start[0][None], states[:-1, q0:q0 + 3]])
-        quat = np.concatenate([self._start[1][None], states[:-1, q0 + 3:q0 + 7]])
-        rot_k = np.concatenate([self._rot_start[None], rot[:-1]])
-        lin = np.concatenate([self._start[2][None], states[:, v0:v0 + 3]])
-        body_w = np.concatenate([self._start[3][None], states[:, v0 + 3:v0 + 6]])
-        ang_k = np.einsum("nij,nj->ni", rot_k, body_w[:-1]) @ r_target
-        ang_next = np.einsum("nij,nj->ni", rot_k, body_w[1:]) @ r_target
+        """Mean F/T reading and applied wrench over the sub-steps (see :mod:`contactkit.mujoco.substeps`)."""
         d = self.data
-        err_pos = pos - d.mocap_pos[self._mocap_pos]
-        err_rot = quat_to_rotvec(quat_mul(quat_conj(d.mocap_quat[self._mocap_rot]), quat))
-        length = np.concatenate([err_pos, err_rot], axis=1)
-        vel = np.concatenate([lin[:-1], ang_k], axis=1)
-        limits = self.model.actuator_forcerange[:, 1]
-        raw = -self._act_stiffness * length - self._act_damping * vel
-        force = np.clip(raw, -limits, limits)
-        if self.params.integrator != "Euler":
-            free = np.abs(raw) <= limits
-            force -= np.where(free, self._act_damping * (np.concatenate([lin[1:], ang_next], axis=1) - vel), 0.0)
-        return force
-
-def _sensor_frame_reading(
-    contact: np.ndarray, pos: np.ndarray, rot: np.ndarray, sensor_pos: np.ndarray, sensor_rot: np.ndarray
-) -> np.ndarray:
-    """Per-sub-step F/T readings ``(n, 6)`` from MuJoCo's net contact sensor.
-
-    Args:
-        contact: ``(n, 9)`` sensor rows: force the *tool exerts* on its contacts (world), torque about the
-            force-weighted contact centroid, and that centroid.
-        pos, rot: ``(n, 3)`` tool origins and ``(n, 3, 3)`` tool rotations.
-        sensor_pos, sensor_rot: sensor frame in the tool frame.
-    """
-    force = -contact[:, 0:3]
-    origin = pos + np.einsum("nij,j->ni", rot, sensor_pos)
-    torque = -contact[:, 3:6] + cross(contact[:, 6:9] - origin, force)
-    r_s = rot @ sensor_rot
-    return np.concatenate(
-        [np.einsum("nji,nj->ni", r_s, force), np.einsum("nji,nj->ni", r_s, torque)], axis=-1
-    )
+        reading, applied = summarise_substeps(
+            states, sensors, self._qpos_at, self._start, d.mocap_pos[self._mocap_pos],
+            d.mocap_quat[self._mocap_rot], self._act_stiffness, self._act_damping, self._act_limits,
+            self.params.integrator != "Euler", mode is ActionMode.POSE_DELTA, self.scene.tool.sensor_pos,
+            self._sensor_rot, self._feedforward)
+        reading = reading + np.asarray(self.params.ft_bias)
+        if any(self.params.ft_noise_std):
+            reading = reading + self.rng.normal(0.0, self.params.ft_noise_std)
+        return StepResult(self.state(), reading, applied)
