@@ -88,3 +88,14 @@ def test_sigkill_mid_collection_then_resume_equals_uninterrupted(tmp_path):
     assert len(resumed) == 6
     assert _equal(resumed, clean)
     assert _equal(first, clean[:survivors])
+
+
+def test_random_scene_collection_stores_each_episode_scene(tmp_path):
+    from contactkit.scene import Scene
+
+    path = tmp_path / "r.h5"
+    collect(CollectSpec(task="random-scene", episodes=3, steps=10, seed=2), str(path))
+    with open_dataset(path) as ds:
+        scenes = [Scene.from_json(ds.scene_json(i)) for i in range(len(ds))]
+    assert len({s.to_json() for s in scenes}) == 3
+    assert all(3 <= len(s.statics) - 1 <= 6 for s in scenes)

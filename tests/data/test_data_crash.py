@@ -1,12 +1,12 @@
 """Crash safety: a writer killed with SIGKILL loses at most the episode in progress, and resuming gives
-the same file as an uninterrupted run."""
+the same file as an uninterrupted run — per-episode scenes (stored, shared and absent) included."""
 
+import json
 import signal
 import subprocess
 import sys
 import time
 
-import h5py
 import numpy as np
 import pytest
 
@@ -17,7 +17,7 @@ from contactkit.data.writer import LOCK_SUFFIX, TMP_SUFFIX, DatasetWriter
 FIELDS = (*STATE_FIELDS, *STEP_FIELDS)
 
 CHILD = r"""
-import sys, time
+import json, sys, time
 import numpy as np
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
@@ -25,9 +25,11 @@ src, out, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 data = np.load(src)
 fields = str(data["fields"]).split()
 meta = DatasetMeta.from_json(str(data["meta"]))
+scenes = json.loads(str(data["scenes"]))
 with DatasetWriter(out, meta=meta) as w:
     for i in range(w.n_committed, int(data["n"])):
-        w.append_episode(Episode(**{k: data[f"e{i}_{k}"] for k in fields}, seed=int(data[f"e{i}_seed"])))
+        w.append_episode(Episode(**{k: data[f"e{i}_{k}"] for k in fields}, seed=int(data[f"e{i}_seed"]),
+                                 scene=scenes[i]))
         print("committed", i, flush=True)
         time.sleep(delay)
 """
@@ -36,7 +38,22 @@ with DatasetWriter(out, meta=meta) as w:
 def _save(path, meta: DatasetMeta, episodes) -> None:
     arrays = {f"e{i}_{k}": getattr(ep, k) for i, ep in enumerate(episodes) for k in FIELDS}
     arrays.update({f"e{i}_seed": ep.seed for i, ep in enumerate(episodes)})
-    np.savez(path, meta=meta.to_json(), n=len(episodes), fields=" ".join(FIELDS), **arrays)
+    scenes = json.dumps([ep.scene for ep in episodes])
+    np.savez(path, meta=meta.to_json(), n=len(episodes), fields=" ".join(FIELDS), scenes=scenes, **arrays)
+
+
+def _scene_pattern(rng, make_scene, n, n_obstacles=4):
+    """Per-episode scenes mixing absent (None), repeated (shared copy) and new scenes, fixed per index."""
+    scenes, last = [], None
+    for i in range(n):
+        if i % 4 == 1:
+            scenes.append(None)
+        elif i % 3 == 2 and last is not None:
+            scenes.append(last)
+        else:
+            last = make_scene(rng, n_obstacles)
+            scenes.append(last)
+    return scenes
 
 
 CHILD_TIMEOUT_S = 60.0
@@ -69,18 +86,6 @@ def _kill(proc):
     assert proc.returncode == -signal.SIGKILL
 
 
-def _assert_files_equal(a, b):
-    """Every dataset bitwise equal and every attribute equal."""
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        names_a, names_b = [], []
-        fa.visititems(lambda n, o: names_a.append(n) if isinstance(o, h5py.Dataset) else None)
-        fb.visititems(lambda n, o: names_b.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert names_a == names_b
-        for n in names_a:
-            assert fa[n].shape == fb[n].shape and fa[n][()].tobytes() == fb[n][()].tobytes(), n
-        assert dict(fa.attrs) == dict(fb.attrs)
-
-
 def _reference(tmp_path, meta, episodes):
     path = tmp_path / "reference.h5"
     with DatasetWriter(path, meta=meta) as w:
@@ -97,9 +102,11 @@ def _resume(path, meta, episodes):
     return start
 
 
-def test_sigkill_between_episodes_then_resume(tmp_path, rng, make_episode, make_meta, assert_identical):
+def test_sigkill_between_episodes_then_resume(tmp_path, rng, make_episode, make_meta, make_scene,
+                                              assert_identical, assert_same_file):
     meta = make_meta()
-    episodes = [make_episode(rng, 40, seed=i) for i in range(8)]
+    scenes = _scene_pattern(rng, make_scene, 8)
+    episodes = [make_episode(rng, 40, seed=i, scene=scenes[i]) for i in range(8)]
     _save(tmp_path / "src.npz", meta, episodes)
     out = tmp_path / "out.h5"
     proc = _start_child(tmp_path / "src.npz", out, 0.3, tmp_path / "child.log")
@@ -108,6 +115,8 @@ def test_sigkill_between_episodes_then_resume(tmp_path, rng, make_episode, make_
         _wait_commits(proc, tmp_path / "child.log", k)
         with open_dataset(out) as live:  # a reader may open the file while it is being written
             assert not live.closed_cleanly and len(live) >= k
+            for i in range(k):
+                assert live.scene_json(i) == (scenes[i] or meta.scene)
     finally:
         _kill(proc)
     with open_dataset(out) as ds:
@@ -116,6 +125,7 @@ def test_sigkill_between_episodes_then_resume(tmp_path, rng, make_episode, make_
         assert k <= n < len(episodes)
         for i in range(n):
             assert_identical(ds.episode(i), episodes[i])
+            assert ds.scene_json(i) == (scenes[i] or meta.scene)
     assert _resume(out, meta, episodes) == n
     assert not (tmp_path / ("out.h5" + TMP_SUFFIX)).exists()
     assert not (tmp_path / ("out.h5" + LOCK_SUFFIX)).exists()
@@ -123,16 +133,19 @@ def test_sigkill_between_episodes_then_resume(tmp_path, rng, make_episode, make_
         assert ds.closed_cleanly and len(ds) == len(episodes)
         for i, ep in enumerate(episodes):
             assert_identical(ds.episode(i), ep)
-    _assert_files_equal(out, _reference(tmp_path, meta, episodes))
+    assert_same_file(out, _reference(tmp_path, meta, episodes))
 
 
 @pytest.mark.parametrize("kill_after_s", [0.03, 0.1])
-def test_sigkill_mid_write_loses_at_most_the_episode_in_progress(tmp_path, make_episode, make_meta,
-                                                                 assert_identical, kill_after_s):
-    """Long episodes written back to back: the kill lands while an episode is being written."""
+def test_sigkill_mid_write_loses_at_most_the_episode_in_progress(tmp_path, make_episode, make_meta, make_scene,
+                                                                 assert_identical, assert_same_file,
+                                                                 kill_after_s):
+    """Long episodes (and scenes of ~100 kB) written back to back: the kill lands while an episode is
+    being written."""
     rng = np.random.default_rng(99)
     meta = make_meta()
-    episodes = [make_episode(rng, 6000, seed=i) for i in range(12)]
+    scenes = _scene_pattern(rng, make_scene, 12, n_obstacles=2000)
+    episodes = [make_episode(rng, 6000, seed=i, scene=scenes[i]) for i in range(12)]
     _save(tmp_path / "src.npz", meta, episodes)
     out = tmp_path / "out.h5"
     proc = _start_child(tmp_path / "src.npz", out, 0.0, tmp_path / "child.log")
@@ -147,15 +160,22 @@ def test_sigkill_mid_write_loses_at_most_the_episode_in_progress(tmp_path, make_
         for i in range(n):
             assert_identical(ds.episode(i), episodes[i])
     _resume(out, meta, episodes)
-    _assert_files_equal(out, _reference(tmp_path, meta, episodes))
+    with open_dataset(out) as ds:
+        assert [ds.episode(i).scene for i in range(len(ds))] == scenes
+    assert_same_file(out, _reference(tmp_path, meta, episodes))
 
 
-def test_resumed_episodes_are_the_source_episodes(tmp_path, rng, make_episode, make_meta, assert_identical):
+def test_resumed_episodes_are_the_source_episodes(tmp_path, rng, make_episode, make_meta, make_scene,
+                                                   assert_identical):
     """Episode objects rebuilt from the npz hand-off equal the originals (guards the test harness)."""
     meta = make_meta()
-    episodes = [make_episode(rng, 3, seed=i) for i in range(2)]
+    scenes = _scene_pattern(rng, make_scene, 4)
+    assert scenes[1] is None and scenes[2] == scenes[0] and scenes[3] not in scenes[:3]
+    episodes = [make_episode(rng, 3, seed=i, scene=scenes[i]) for i in range(4)]
     _save(tmp_path / "src.npz", meta, episodes)
     data = np.load(tmp_path / "src.npz")
+    rebuilt_scenes = json.loads(str(data["scenes"]))
     for i, ep in enumerate(episodes):
-        assert_identical(Episode(**{k: data[f"e{i}_{k}"] for k in FIELDS}, seed=int(data[f"e{i}_seed"])), ep)
+        assert_identical(Episode(**{k: data[f"e{i}_{k}"] for k in FIELDS}, seed=int(data[f"e{i}_seed"]),
+                                 scene=rebuilt_scenes[i]), ep)
     assert DatasetMeta.from_json(str(data["meta"])) == meta

@@ -86,6 +86,31 @@ def test_non_numeric_field_is_refused(rng, make_episode):
         dataclasses.replace(make_episode(rng, 2), pos=[["a", "b", "c"]] * 3).validated()
 
 
+def test_episode_scene_is_kept_as_given(rng, make_episode, make_scene):
+    text = make_scene(rng)
+    assert not text.isascii()
+    v = make_episode(rng, 2, scene=text).validated()
+    assert v.scene == text and type(v.scene) is str
+    assert make_episode(rng, 2).validated().scene is None
+    assert make_episode(rng, 2, scene="{}").validated().scene == "{}"
+    ep = make_episode(rng, 3)
+    assert Episode.from_states(ep.time, ep.states(), ep.action, ep.command, ep.wrench, 4, text).scene == text
+
+
+@pytest.mark.parametrize("scene,problem", [
+    ({"name": "peg"}, r"episode\.scene must be None or JSON object text \(str\), got dict"),
+    (b"{}", r"episode\.scene must be None or JSON object text \(str\), got bytes"),
+    ("", r"episode\.scene is not valid JSON"),
+    ('{"name": "peg"', r"episode\.scene is not valid JSON"),
+    ("[1, 2]", r"episode\.scene must be a JSON object, got list"),
+    ('"peg"', r"episode\.scene must be a JSON object, got str"),
+    ('{"name": "\ud800"}', r"episode\.scene cannot be encoded as UTF-8 \(surrogates not allowed at character 10\)"),
+])
+def test_bad_episode_scene_is_refused(rng, make_episode, scene, problem):
+    with pytest.raises(InvalidInputError, match=problem):
+        make_episode(rng, 2, scene=scene).validated()
+
+
 def test_meta_json_round_trip(make_meta):
     meta = make_meta()
     back = DatasetMeta.from_json(meta.to_json())

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from contactkit.data.reader import open_dataset
-from contactkit.data.schema import FORMAT_NAME, INDEX_FIELDS, SCHEMA_VERSION, STATE_FIELDS, STEP_FIELDS
-from contactkit.data.writer import CHUNK_ROWS, LOCK_SUFFIX, TMP_SUFFIX, DatasetWriter
+from contactkit.data.schema import (
+    FORMAT_NAME,
+    INDEX_FIELDS,
+    SCENE_BYTES,
+    SCHEMA_VERSION,
+    STATE_FIELDS,
+    STEP_FIELDS,
+)
+from contactkit.data.writer import CHUNK_ROWS, LOCK_SUFFIX, SCENE_CHUNK_BYTES, TMP_SUFFIX, DatasetWriter
 from contactkit.errors import DatasetError, InvalidInputError
 
 
@@ -51,11 +58,14 @@ def test_layout_dtypes_chunks_and_attributes(tmp_path, rng, make_episode, make_m
                 ds = f[f"{group}/{key}"]
                 assert ds.dtype == np.float64 and ds.shape == (rows, *trailing)
                 assert ds.chunks == (CHUNK_ROWS, *trailing) and ds.maxshape[0] is None
+        scenes = f[SCENE_BYTES]
+        assert scenes.dtype == np.uint8 and scenes.shape == (0,) and scenes.chunks == (SCENE_CHUNK_BYTES,)
         index = {k: f[f"episodes/{k}"][:] for k in INDEX_FIELDS}
     assert index["length"].tolist() == [4, 6]
     assert index["step_start"].tolist() == [0, 4]
     assert index["state_start"].tolist() == [0, 5]
     assert index["seed"].tolist() == [100, -1]
+    assert index["scene_start"].tolist() == [-1, -1] and index["scene_length"].tolist() == [0, 0]
 
 
 def test_same_data_gives_identical_arrays(tmp_path, rng, make_episode, make_meta):
@@ -66,7 +76,7 @@ def test_same_data_gives_identical_arrays(tmp_path, rng, make_episode, make_meta
     with h5py.File(tmp_path / "a.h5", "r") as fa, h5py.File(tmp_path / "b.h5", "r") as fb:
         names = []
         fa.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert len(names) == len(STATE_FIELDS) + len(STEP_FIELDS) + len(INDEX_FIELDS)
+        assert len(names) == len(STATE_FIELDS) + len(STEP_FIELDS) + len(INDEX_FIELDS) + 1  # + scenes/bytes
         for n in names:
             assert fa[n][()].tobytes() == fb[n][()].tobytes(), n
         assert dict(fa.attrs) == dict(fb.attrs)

@@ -6,6 +6,7 @@ that was interrupted and resumed writes exactly the episodes an uninterrupted ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field

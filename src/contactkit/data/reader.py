@@ -5,6 +5,9 @@ episode index inconsistent with the data, NaN in the data — is a :class:`Datas
 file and what is wrong. Only committed episodes (those counted by ``episodes/length``) are read; rows a
 crashed writer left beyond them are ignored. A file whose writer died (or is still writing) carries the
 HDF5 "open for write" flag; it is opened read-only in SWMR mode, which HDF5 allows for such files.
+
+Per-episode scenes (``scenes/bytes`` and ``episodes/scene_start``, ``scene_length``) are optional: a
+file written before they existed is read as if every episode used the file's ``meta.scene``.
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ import numpy as np
 from contactkit.data.schema import (
     FORMAT_NAME,
     INDEX_FIELDS,
+    NO_SCENE_START,
     NO_SEED,
+    SCENE_BYTES,
+    SCENE_INDEX_FIELDS,
     SCHEMA_VERSION,
     STATE_FIELDS,
     STEP_FIELDS,
     DatasetMeta,
     Episode,
+    check_scene_index,
+    validate_scene_json,
 )
 from contactkit.errors import DatasetError, InvalidInputError
 
@@ -43,12 +51,16 @@ class EpisodeIndex:
         step_start: first row of episode i in ``steps/*``.
         length: number of steps ``T_i`` (the episode has ``T_i + 1`` state rows).
         seed: seed of episode i, or :data:`NO_SEED`.
+        scene_start: first byte of episode i's scene in ``scenes/bytes``, or :data:`NO_SCENE_START`.
+        scene_length: bytes of episode i's scene (0: the episode uses ``meta.scene``).
     """
 
     state_start: np.ndarray
     step_start: np.ndarray
     length: np.ndarray
     seed: np.ndarray
+    scene_start: np.ndarray
+    scene_length: np.ndarray
 
     @property
     def n_episodes(self) -> int:
@@ -63,6 +75,12 @@ class EpisodeIndex:
     def n_step_rows(self) -> int:
         """Step rows used by the committed episodes, ``Σ T_i``."""
         return int(self.length.sum())
+
+    @property
+    def n_scene_bytes(self) -> int:
+        """Bytes of ``scenes/bytes`` used by the committed episodes (the end of the last stored scene)."""
+        ends = (self.scene_start + self.scene_length)[self.scene_length > 0]
+        return int(ends.max(initial=0))
 
 
 def open_hdf5(path: str | os.PathLike) -> tuple[h5py.File, bool]:
@@ -137,14 +155,41 @@ def _check_dataset(f: h5py.File, path: str, name: str, trailing: tuple[int, ...]
     return obj
 
 
+def has_scene_storage(f: h5py.File, path: str) -> bool:
+    """Whether the file stores per-episode scenes (False for files written before they existed).
+
+    Raises:
+        DatasetError: only some of the per-episode scene datasets exist.
+    """
+    names = [SCENE_BYTES, *(f"episodes/{k}" for k in SCENE_INDEX_FIELDS)]
+    present = [name in f for name in names]
+    if any(present) and not all(present):
+        missing = [name for name, there in zip(names, present, strict=True) if not there]
+        raise DatasetError(f"{path}: per-episode scene storage is incomplete: dataset(s) {missing} missing")
+    return all(present)
+
+
+def _scene_bytes_dataset(f: h5py.File, path: str) -> h5py.Dataset:
+    ds = f[SCENE_BYTES]
+    if not isinstance(ds, h5py.Dataset):
+        raise DatasetError(f"{path}: '{SCENE_BYTES}' is not a dataset")
+    if ds.dtype != np.uint8 or ds.ndim != 1:
+        raise DatasetError(f"{path}: dataset '{SCENE_BYTES}' has dtype {ds.dtype} and shape {ds.shape}; "
+                           "expected 1-D uint8")
+    return ds
+
+
 def read_index(f: h5py.File, path: str) -> EpisodeIndex:
-    """Read and check the committed episode index against the row datasets.
+    """Read and check the committed episode index against the row datasets and the scene bytes.
 
     Raises:
         DatasetError: a dataset is missing or ill-shaped, the episode lengths do not tile the rows
-            (mismatched lengths), or the index points past the data.
+            (mismatched lengths), the index points past the data, or a scene index is invalid or
+            points past ``scenes/bytes`` (naming the episode).
     """
-    index = {k: _check_dataset(f, path, f"episodes/{k}", (), "i") for k in INDEX_FIELDS}
+    scenes = has_scene_storage(f, path)
+    keys = [k for k in INDEX_FIELDS if scenes or k not in SCENE_INDEX_FIELDS]
+    index = {k: _check_dataset(f, path, f"episodes/{k}", (), "i") for k in keys}
     n = index["length"].shape[0]
     for key, ds in index.items():
         if ds.shape[0] < n:
@@ -165,7 +210,14 @@ def read_index(f: h5py.File, path: str) -> EpisodeIndex:
                                f"episodes before it end at row {want[i]}")
     if n and arrays["seed"].min() < NO_SEED:
         raise DatasetError(f"{path}: episodes/seed holds a negative seed other than {NO_SEED}")
-    result = EpisodeIndex(arrays["state_start"], arrays["step_start"], length, arrays["seed"])
+    if scenes:
+        check_scene_index(path, arrays["scene_start"], arrays["scene_length"],
+                           _scene_bytes_dataset(f, path).shape[0])
+    else:
+        arrays["scene_start"] = np.full(n, NO_SCENE_START, dtype=np.int64)
+        arrays["scene_length"] = np.zeros(n, dtype=np.int64)
+    result = EpisodeIndex(arrays["state_start"], arrays["step_start"], length, arrays["seed"],
+                          arrays["scene_start"], arrays["scene_length"])
     for group, fields, rows in (("states", STATE_FIELDS, result.n_state_rows),
                                 ("steps", STEP_FIELDS, result.n_step_rows)):
         for key, trailing in fields.items():
@@ -185,6 +237,8 @@ class Dataset:
         self.index = index
         self.closed_cleanly = clean
         """False when the writer died (or is still writing): the file still has the HDF5 write flag."""
+        self.has_episode_scenes = SCENE_BYTES in f
+        """False for a file written before per-episode scenes existed (every episode uses meta.scene)."""
         self._f = f
 
     def __len__(self) -> int:
@@ -208,10 +262,53 @@ class Dataset:
             raise DatasetError(f"{self.path}: cannot read {group}/{key} rows "
                                f"{start}:{stop} ({exc})") from None
 
-    def _validated(self, raw: dict, i: int) -> Episode:
+    def scene_bytes(self, start: int, stop: int) -> bytes:
+        """Raw bytes ``start:stop`` of ``scenes/bytes``, undecoded (empty for a file without them)."""
+        if not self.has_episode_scenes or stop <= start:
+            return b""
+        try:
+            return np.asarray(self._f[SCENE_BYTES][start:stop], dtype=np.uint8).tobytes()
+        except _H5_ERRORS as exc:
+            raise DatasetError(f"{self.path}: cannot read {SCENE_BYTES} {start}:{stop} ({exc})") from None
+
+    def _stored_scene(self, i: int, blob: bytes | None = None) -> str | None:
+        """Episode ``i``'s own scene text (None if it uses meta.scene), decoded from ``blob`` (all the
+        used scene bytes) or read from the file; not JSON-checked."""
+        a, m = int(self.index.scene_start[i]), int(self.index.scene_length[i])
+        if m == 0:
+            return None
+        raw = self.scene_bytes(a, a + m) if blob is None else blob[a:a + m]
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{self.path}: episode {i}.scene is not valid UTF-8 ({exc.reason} at byte "
+                               f"{a + exc.start} of {SCENE_BYTES})") from None
+
+    def _validated(self, raw: dict, i: int, scene: str | None) -> Episode:
         seed = int(self.index.seed[i])
         try:
-            return Episode(**raw, seed=None if seed == NO_SEED else seed).validated(f"episode {i}")
+            return Episode(**raw, seed=None if seed == NO_SEED else seed, scene=scene).validated(f"episode {i}")
+        except InvalidInputError as exc:
+            raise DatasetError(f"{self.path}: {exc}") from None
+
+    def _check_range(self, i: int) -> int:
+        n = len(self)
+        if not -n <= i < n:
+            raise DatasetError(f"{self.path}: episode {i} out of range (the file has {n} episodes)")
+        return i % n
+
+    def scene_json(self, i: int) -> str:
+        """JSON object text of the scene that applies to episode ``i``: its own, else ``meta.scene``.
+
+        Raises:
+            DatasetError: ``i`` out of range, or the stored scene is not UTF-8 or not a JSON object.
+        """
+        i = self._check_range(i)
+        scene = self._stored_scene(i)
+        if scene is None:
+            return self.meta.scene
+        try:
+            return validate_scene_json(f"episode {i}", scene)
         except InvalidInputError as exc:
             raise DatasetError(f"{self.path}: {exc}") from None
 
@@ -221,15 +318,12 @@ class Dataset:
         Raises:
             DatasetError: ``i`` out of range, or the stored data is not a valid episode (e.g. NaN).
         """
-        n = len(self)
-        if not -n <= i < n:
-            raise DatasetError(f"{self.path}: episode {i} out of range (the file has {n} episodes)")
-        i %= n
+        i = self._check_range(i)
         a, b = int(self.index.state_start[i]), int(self.index.step_start[i])
         T = int(self.index.length[i])
         raw = {k: self.rows("states", k, a, a + T + 1) for k in STATE_FIELDS}
         raw.update({k: self.rows("steps", k, b, b + T) for k in STEP_FIELDS})
-        return self._validated(raw, i)
+        return self._validated(raw, i, self._stored_scene(i))
 
     def episodes(self) -> Iterator[Episode]:
         """Iterate over all committed episodes, one read per episode."""
@@ -241,21 +335,23 @@ class Dataset:
         idx = self.index
         states = {k: self.rows("states", k, 0, idx.n_state_rows) for k in STATE_FIELDS}
         steps = {k: self.rows("steps", k, 0, idx.n_step_rows) for k in STEP_FIELDS}
+        blob = self.scene_bytes(0, idx.n_scene_bytes)
         out = []
         for i in range(len(self)):
             a, b, T = int(idx.state_start[i]), int(idx.step_start[i]), int(idx.length[i])
             raw = {k: v[a:a + T + 1] for k, v in states.items()}
             raw.update({k: v[b:b + T] for k, v in steps.items()})
-            out.append(self._validated(raw, i))
+            out.append(self._validated(raw, i, self._stored_scene(i, blob)))
         return out
 
     def summary(self) -> dict:
         """Counts and value ranges of the whole file (reads and validates every episode).
 
         Returns:
-            ``{"path", "episodes", "steps", "closed_cleanly", "meta", "episode_length": {min, max, mean},
-            "ranges": {field: {"min": [...], "max": [...]}}}``; ranges are per column, in the field's
-            units (see :class:`Episode`).
+            ``{"path", "episodes", "steps", "closed_cleanly", "meta", "episode_scenes", "episode_length":
+            {min, max, mean}, "ranges": {field: {"min": [...], "max": [...]}}}``; ``episode_scenes`` counts
+            the episodes with their own scene; ranges are per column, in the field's units (see
+            :class:`Episode`).
         """
         episodes = self.all_episodes()
         lengths = self.index.length
@@ -270,6 +366,7 @@ class Dataset:
             "steps": self.index.n_step_rows,
             "closed_cleanly": self.closed_cleanly,
             "meta": self.meta.to_dict(),
+            "episode_scenes": int(np.count_nonzero(self.index.scene_length)),
             "episode_length": {"min": int(lengths.min()), "max": int(lengths.max()),
                                "mean": float(lengths.mean())} if len(self) else None,
             "ranges": ranges,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contactkit.control.impedance import ActionMode
-from contactkit.errors import InvalidInputError
+from contactkit.errors import DatasetError, InvalidInputError
 from contactkit.state import QUAT_NORM_TOL, BodyState
 
 FORMAT_NAME = "contactkit.trajectories"
@@ -40,12 +40,22 @@ STATE_FIELDS: dict[str, tuple[int, ...]] = {
 STEP_FIELDS: dict[str, tuple[int, ...]] = {"action": (6,), "command": (6,), "wrench": (6,)}
 """Per-step fields (``T`` rows per episode, group ``steps/``) and their trailing shapes."""
 
-INDEX_FIELDS: tuple[str, ...] = ("state_start", "step_start", "seed", "length")
+INDEX_FIELDS: tuple[str, ...] = ("state_start", "step_start", "seed", "scene_start", "scene_length", "length")
 """Episode index datasets (group ``episodes/``), in write order: ``length`` is extended last and is the
 commit point — the number of committed episodes is ``len(episodes/length)``."""
 
+SCENE_INDEX_FIELDS: tuple[str, ...] = ("scene_start", "scene_length")
+"""Index fields of the per-episode scenes; files written before per-episode scenes lack them (and
+:data:`SCENE_BYTES`) and are read as if every episode used the file's ``meta.scene``."""
+
+SCENE_BYTES = "scenes/bytes"
+"""uint8 dataset holding the UTF-8 text of the per-episode scenes, concatenated."""
+
 NO_SEED = -1
 """Value of ``episodes/seed`` for an episode stored without a seed."""
+
+NO_SCENE_START = -1
+"""Value of ``episodes/scene_start`` (with ``scene_length`` 0) for an episode that uses ``meta.scene``."""
 
 META_KEYS_MUST_MATCH: tuple[str, ...] = ("scene", "world", "policy", "seed", "action_mode", "control_dt",
                                          "backend")
@@ -175,6 +185,72 @@ class DatasetMeta:
         return out
 
 
+def validate_scene_json(name: str, scene) -> str | None:
+    """Check a per-episode scene: None, or the text of a JSON object that encodes to UTF-8.
+
+    Args:
+        name: what to call the value in error messages (e.g. ``"episode 3"``).
+        scene: None or ``str`` (``Scene.to_json()``).
+
+    Returns:
+        ``scene`` unchanged (a plain ``str``), or None.
+
+    Raises:
+        InvalidInputError: naming ``name.scene`` and the problem.
+    """
+    if scene is None:
+        return None
+    if not isinstance(scene, str):
+        raise InvalidInputError(f"{name}.scene must be None or JSON object text (str), "
+                                f"got {type(scene).__name__}")
+    try:
+        scene.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{name}.scene cannot be encoded as UTF-8 ({exc.reason} at character "
+                                f"{exc.start})") from None
+    try:
+        parsed = json.loads(scene)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{name}.scene is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise InvalidInputError(f"{name}.scene must be a JSON object, got {type(parsed).__name__}")
+    return str(scene)
+
+
+def check_scene_index(path: str, start: np.ndarray, length: np.ndarray, n_bytes: int) -> None:
+    """Check the per-episode scene index ``(E,)`` int64 arrays against ``scenes/bytes`` of ``n_bytes`` bytes.
+
+    Each episode has either ``(NO_SCENE_START, 0)`` or a block ``start ≥ 0, length ≥ 1``; blocks tile
+    ``scenes/bytes`` in episode order, except that an episode may repeat the block of the previous
+    episode that has a scene (a shared copy of an identical scene); no block reaches past ``n_bytes``.
+
+    Raises:
+        DatasetError: naming ``path``, the episode and the problem.
+    """
+    none = (start == NO_SCENE_START) & (length == 0)
+    bad = ~(none | ((start >= 0) & (length > 0)))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DatasetError(f"{path}: episode {i} has an invalid scene index (scene_start {start[i]}, "
+                           f"scene_length {length[i]})")
+    ids = np.flatnonzero(length > 0)
+    s, m = start[ids], length[ids]
+    new = np.ones(ids.size, dtype=bool)
+    new[1:] = (s[1:] != s[:-1]) | (m[1:] != m[:-1])
+    ends = np.cumsum(m * new)
+    before = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    wrong = new & (s != before)
+    if wrong.any():
+        k = int(np.argmax(wrong))
+        raise DatasetError(f"{path}: mismatched scene index: episode {ids[k]}'s scene starts at byte {s[k]} "
+                           f"but the scenes before it end at byte {before[k]}")
+    past = s + m > n_bytes
+    if past.any():
+        k = int(np.argmax(past))
+        raise DatasetError(f"{path}: episode {ids[k]}'s scene points past the scene bytes: it needs bytes "
+                           f"{s[k]}:{s[k] + m[k]} but {SCENE_BYTES} has {n_bytes}")
+
+
 def _float_array(name: str, key: str, value) -> np.ndarray:
     try:
         return np.array(value, dtype=np.float64, copy=True, order="C")
@@ -204,6 +280,8 @@ class Episode:
             vector [rad], world) or a wrench [N, N·m], per the file's ``action_mode``.
         wrench: ``(T, 6)`` F/T reading during step t (sensor frame, about the sensor origin) [N, N·m].
         seed: seed that generated the episode (int ≥ 0) or None.
+        scene: JSON object text of the episode's own scene (``Scene.to_json()``), or None when the
+            episode uses the file's ``meta.scene`` (collections that draw a new scene per episode).
     """
 
     time: np.ndarray
@@ -215,6 +293,7 @@ class Episode:
     command: np.ndarray
     wrench: np.ndarray
     seed: int | None = None
+    scene: str | None = None
 
     @property
     def n_steps(self) -> int:
@@ -226,20 +305,22 @@ class Episode:
         return BodyState(self.pos, self.quat, self.lin_vel, self.ang_vel)
 
     @staticmethod
-    def from_states(time, states: BodyState, action, command, wrench, seed: int | None = None) -> Episode:
+    def from_states(time, states: BodyState, action, command, wrench, seed: int | None = None,
+                    scene: str | None = None) -> Episode:
         """Build from a :class:`BodyState` with time axis ``(T+1,)`` and the ``(T, 6)`` step arrays."""
         return Episode(time, states.pos, states.quat, states.lin_vel, states.ang_vel, action, command,
-                       wrench, seed)
+                       wrench, seed, scene)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """All state and step fields by name (``STATE_FIELDS`` then ``STEP_FIELDS``)."""
         return {name: getattr(self, name) for name in (*STATE_FIELDS, *STEP_FIELDS)}
 
     def validated(self, name: str = "episode") -> Episode:
-        """A float64, C-contiguous copy after checking shapes, finiteness, unit quaternions and time.
+        """A float64, C-contiguous copy after checking shapes, finiteness, unit quaternions, time and scene.
 
         Raises:
-            InvalidInputError: naming the field and the step index that is wrong.
+            InvalidInputError: naming the field and the step index that is wrong, or the scene problem
+                (not a str, not UTF-8 encodable, not a JSON object).
         """
         arrays = {key: _float_array(name, key, getattr(self, key)) for key in (*STATE_FIELDS, *STEP_FIELDS)}
         n_steps = arrays["action"].shape[0] if arrays["action"].ndim == 2 else 0
@@ -269,4 +350,4 @@ class Episode:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
                 raise InvalidInputError(f"{name}.seed must be None or an int >= 0, got {seed!r}")
             seed = int(seed)
-        return Episode(**arrays, seed=seed)
+        return Episode(**arrays, seed=seed, scene=validate_scene_json(name, self.scene))

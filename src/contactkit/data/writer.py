@@ -5,15 +5,18 @@ loses at most the episode in progress; re-running with the same path and meta re
 committed episode.
 
 How: the file is append-only. Rows of all episodes are concatenated in resizable chunked datasets
-(``states/*``: ``T + 1`` rows per episode; ``steps/*``: ``T`` rows). Appending an episode extends the
-row datasets and flushes (and fsyncs), then extends ``episodes/state_start``, ``step_start``, ``seed``
-and, last, ``episodes/length`` — the commit point — and flushes again. The file is written in HDF5
+(``states/*``: ``T + 1`` rows per episode; ``steps/*``: ``T`` rows; ``scenes/bytes``: the UTF-8 text of
+an episode's own scene, unless it equals the last stored scene, whose bytes it then shares). Appending
+an episode extends the row datasets and flushes (and fsyncs), then extends ``episodes/state_start``,
+``step_start``, ``seed``, ``scene_start``, ``scene_length`` and, last, ``episodes/length`` — the commit
+point — and flushes again. The file is written in HDF5
 SWMR mode (``libver="latest"``), whose ordered metadata flushes keep the on-disk file readable whatever
 instant the process dies. Readers trust only episodes counted by ``episodes/length``.
 
 HDF5 refuses to reopen for writing a file whose writer died (its superblock keeps an "open for write"
 flag), so resuming such a file copies its committed episodes into ``path + ".tmp"``, fsyncs it and
-``os.replace``-s it over the original before appending. A clean file is reopened in place and any rows
+``os.replace``-s it over the original before appending; a file written before per-episode scenes
+existed is upgraded the same way (its episodes keep ``meta.scene``). A clean file is reopened in place and any rows
 beyond the last committed episode are trimmed. A lock file ``path + ".lock"`` (``flock``) keeps a
 second writer away from a file that is being written.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from dataclasses import dataclass
 
 import h5py
 import numpy as np
@@ -30,7 +34,9 @@ from contactkit.data.reader import open_dataset
 from contactkit.data.schema import (
     FORMAT_NAME,
     INDEX_FIELDS,
+    NO_SCENE_START,
     NO_SEED,
+    SCENE_BYTES,
     STATE_FIELDS,
     STEP_FIELDS,
     DatasetMeta,
@@ -44,8 +50,11 @@ CHUNK_ROWS = 4096
 INDEX_CHUNK_ROWS = 1024
 """Entries per HDF5 chunk of the episode index datasets."""
 
+SCENE_CHUNK_BYTES = 1 << 16
+"""Bytes per HDF5 chunk of ``scenes/bytes`` (a paper-0 training scene is about 12 kB of JSON)."""
+
 COPY_BLOCK_ROWS = 1 << 18
-"""Rows copied per read/write when a crashed file is rebuilt (bounds memory)."""
+"""Rows (or scene bytes) copied per read/write when a file is rebuilt (bounds memory)."""
 
 TMP_SUFFIX = ".tmp"
 LOCK_SUFFIX = ".lock"
@@ -66,6 +75,7 @@ def _create_layout(path: str, meta: DatasetMeta, chunk_rows: int) -> h5py.File:
     for name, trailing in _row_datasets():
         f.create_dataset(name, shape=(0, *trailing), maxshape=(None, *trailing),
                          chunks=(chunk_rows, *trailing), dtype=np.float64)
+    f.create_dataset(SCENE_BYTES, shape=(0,), maxshape=(None,), chunks=(SCENE_CHUNK_BYTES,), dtype=np.uint8)
     for key in INDEX_FIELDS:
         f.create_dataset(f"episodes/{key}", shape=(0,), maxshape=(None,), chunks=(INDEX_CHUNK_ROWS,),
                          dtype=np.int64)
@@ -123,24 +133,45 @@ def _copy_committed(src: str, tmp: str, chunk_rows: int) -> None:
             for a in range(0, n, COPY_BLOCK_ROWS):
                 b = min(n, a + COPY_BLOCK_ROWS)
                 out[name][a:b] = ds.rows(group, key, a, b)
-        for key in INDEX_FIELDS:
+        n = idx.n_scene_bytes
+        out[SCENE_BYTES].resize((n,))
+        for a in range(0, n, COPY_BLOCK_ROWS):
+            b = min(n, a + COPY_BLOCK_ROWS)
+            out[SCENE_BYTES][a:b] = np.frombuffer(ds.scene_bytes(a, b), dtype=np.uint8)
+        for key in INDEX_FIELDS:  # a file without per-episode scenes gives NO_SCENE_START / 0
             out[f"episodes/{key}"].resize((idx.n_episodes,))
             out[f"episodes/{key}"][:] = getattr(idx, key)
 
 
-def _trim_to_committed(f: h5py.File) -> tuple[int, int, int]:
-    """Drop rows and index entries beyond the committed episodes.
+@dataclass
+class _Tail:
+    """Where the next episode goes: committed episodes, rows and scene bytes, and the last stored scene
+    (UTF-8 bytes, first byte) that an identical next scene shares."""
 
-    Returns:
-        ``(episodes, state rows, step rows)`` committed.
-    """
+    episodes: int
+    state_rows: int
+    step_rows: int
+    scene_bytes: int
+    last_scene: tuple[bytes, int] | None
+
+
+def _trim_to_committed(f: h5py.File) -> _Tail:
+    """Drop rows, scene bytes and index entries beyond the committed episodes; returns the tail."""
     length = f["episodes/length"][:]
     n, steps = int(length.shape[0]), int(length.sum())
     for key in INDEX_FIELDS:
         f[f"episodes/{key}"].resize((n,))
     for name, _ in _row_datasets():
         f[name].resize(steps + n if name.startswith("states/") else steps, axis=0)
-    return n, steps + n, steps
+    start, size = f["episodes/scene_start"][:], f["episodes/scene_length"][:]
+    stored = np.flatnonzero(size > 0)
+    last = None
+    if stored.size:
+        a, m = int(start[stored[-1]]), int(size[stored[-1]])
+        last = (f[SCENE_BYTES][a:a + m].tobytes(), a)
+    used = 0 if last is None else last[1] + len(last[0])
+    f[SCENE_BYTES].resize((used,))
+    return _Tail(n, steps + n, steps, used, last)
 
 
 class DatasetWriter:
@@ -179,7 +210,7 @@ class DatasetWriter:
         try:
             self.meta = self._prepare(meta, resume, chunk_rows)
             self._f = h5py.File(self.path, "r+", libver="latest")
-            self._n, self._state_rows, self._step_rows = _trim_to_committed(self._f)
+            self._tail = _trim_to_committed(self._f)
             self._f.flush()
             self._f.swmr_mode = True
         except BaseException:
@@ -198,7 +229,7 @@ class DatasetWriter:
             return meta
         try:
             with open_dataset(path) as ds:
-                stored, clean = ds.meta, ds.closed_cleanly
+                stored, clean, has_scenes = ds.meta, ds.closed_cleanly, ds.has_episode_scenes
         except DatasetError as exc:
             raise DatasetError(f"{path}: refusing to write: the file exists and is not a readable contactkit "
                                f"dataset ({exc})") from None
@@ -210,7 +241,7 @@ class DatasetWriter:
             detail = "; ".join(f"{k}: stored {getattr(stored, k)!r} vs new {getattr(meta, k)!r}"
                                for k in differ)
             raise DatasetError(f"{path}: cannot resume, meta differs in {differ} ({detail})")
-        if not clean:
+        if not clean or not has_scenes:  # a crashed writer, or a file from before per-episode scenes
             tmp = path + TMP_SUFFIX
             _copy_committed(path, tmp, chunk_rows)
             _replace_durably(tmp, path)
@@ -219,7 +250,7 @@ class DatasetWriter:
     @property
     def n_committed(self) -> int:
         """Number of episodes committed to the file (resumed ones included)."""
-        return self._n
+        return self._tail.episodes
 
     def __enter__(self) -> DatasetWriter:
         return self
@@ -232,11 +263,42 @@ class DatasetWriter:
         if self._fsync:
             _fsync_path(self.path)
 
+    def _write_rows(self, ep: Episode) -> tuple[dict[str, int], bytes | None]:
+        """Append the episode's rows and scene bytes (not yet committed).
+
+        Returns:
+            ``(index entry, scene bytes newly stored or None)``.
+        """
+        T, f, tail = ep.n_steps, self._f, self._tail
+        for group, fields, start, rows in (("states", STATE_FIELDS, tail.state_rows, T + 1),
+                                           ("steps", STEP_FIELDS, tail.step_rows, T)):
+            for key in fields:
+                ds = f[f"{group}/{key}"]
+                ds.resize(start + rows, axis=0)
+                ds[start:start + rows] = getattr(ep, key)
+        scene_start, scene_length, stored = NO_SCENE_START, 0, None
+        if ep.scene is not None:
+            data = ep.scene.encode("utf-8")
+            if tail.last_scene is not None and tail.last_scene[0] == data:
+                scene_start = tail.last_scene[1]  # identical to the last stored scene: share its bytes
+            else:
+                scene_start, stored = tail.scene_bytes, data
+                ds = f[SCENE_BYTES]
+                ds.resize((scene_start + len(data),))
+                ds[scene_start:] = np.frombuffer(data, dtype=np.uint8)
+            scene_length = len(data)
+        entry = {"state_start": tail.state_rows, "step_start": tail.step_rows,
+                 "seed": NO_SEED if ep.seed is None else ep.seed, "scene_start": scene_start,
+                 "scene_length": scene_length, "length": T}
+        return entry, stored
+
     def append_episode(self, episode: Episode) -> int:
         """Validate ``episode`` and commit it atomically; returns its index in the file.
 
+        An episode whose ``scene`` is byte-for-byte the last stored scene shares its stored copy.
+
         Raises:
-            InvalidInputError: the episode is malformed (naming the field and step).
+            InvalidInputError: the episode is malformed (naming the field and step, or the scene problem).
             DatasetError: the writer is closed or a previous append failed part-way.
         """
         if self._f is None:
@@ -244,39 +306,36 @@ class DatasetWriter:
         if not isinstance(episode, Episode):
             raise InvalidInputError(f"append_episode needs an Episode, got {type(episode).__name__}")
         ep = episode.validated()
-        T, f = ep.n_steps, self._f
+        n = self._tail.episodes
         try:
-            for group, fields, start, rows in (("states", STATE_FIELDS, self._state_rows, T + 1),
-                                               ("steps", STEP_FIELDS, self._step_rows, T)):
-                for key in fields:
-                    ds = f[f"{group}/{key}"]
-                    ds.resize(start + rows, axis=0)
-                    ds[start:start + rows] = getattr(ep, key)
+            entry, stored = self._write_rows(ep)
             self._sync()
-            entry = {"state_start": self._state_rows, "step_start": self._step_rows,
-                     "seed": NO_SEED if ep.seed is None else ep.seed, "length": T}
             for key in INDEX_FIELDS:  # "length" is last: extending it commits the episode
                 if key == "length":
                     self._sync()
-                ds = f[f"episodes/{key}"]
-                ds.resize((self._n + 1,))
-                ds[self._n] = entry[key]
+                ds = self._f[f"episodes/{key}"]
+                ds.resize((n + 1,))
+                ds[n] = entry[key]
             self._sync()
         except BaseException:
             self._abort()
             raise
-        self._n += 1
-        self._state_rows += T + 1
-        self._step_rows += T
-        return self._n - 1
+        tail = self._tail
+        if stored is not None:
+            tail.last_scene = (stored, tail.scene_bytes)
+            tail.scene_bytes += len(stored)
+        tail.episodes += 1
+        tail.state_rows += ep.n_steps + 1
+        tail.step_rows += ep.n_steps
+        return n
 
     def _abort(self) -> None:
         """After a failed append: un-extend the index (best effort), close; resume trims stray rows."""
         try:
             for key in INDEX_FIELDS:
                 ds = self._f[f"episodes/{key}"]
-                if ds.shape[0] > self._n:
-                    ds.resize((self._n,))
+                if ds.shape[0] > self._tail.episodes:
+                    ds.resize((self._tail.episodes,))
             self._f.flush()
         except Exception:  # noqa: BLE001 - the original error is re-raised by the caller
             pass
