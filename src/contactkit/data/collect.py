@@ -161,6 +161,8 @@ def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | 
             ep = run_episode(
                 world, make_policy(spec.policy, spec.steps), spec.steps, start, rng, seed=spec.seed
             )
+            if spec.task == "random-scene":
+                ep = dataclasses.replace(ep, scene=scene.to_json())
             writer.append_episode(ep)
             written += 1
             if progress:
