@@ -1,9 +1,9 @@
 """The MJCF the world builds has the scene's geometry: clearance measured inside MuJoCo equals the requested one."""
 
+import mujoco
 import numpy as np
 import pytest
 
-import mujoco
 from contactkit.mujoco import MujocoWorld
 from contactkit.tasks import peg_in_hole
 
