@@ -23,7 +23,7 @@ console = Console()
 
 
 def _fail(exc: Exception) -> None:
-    console.print(f"[bold red]error:[/] {exc}")
+    console.print(f"[bold red]error:[/] {exc}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
 
 

@@ -1,0 +1,140 @@
+"""A trained Act-FIGNet / FIGNet+ model behind the ContactModel protocol (DESIGN.md).
+
+``step(history, action) -> (next state, F/T reading)`` runs the whole pipeline of paper §III-C: graph
+construction from the last ``h`` tool states and the action, the EPD stack, then post-processing (Euler
+integration of vertex accelerations, rigid alignment, finite-difference velocities) and the conversion of
+the predicted wrench to the sensor frame. Inputs and outputs are numpy float64; batch dimensions lead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from contactkit.errors import InvalidInputError
+from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
+from contactkit.models.gnn.graph import batch_graphs, build_graph
+from contactkit.models.gnn.kinematics import SceneArrays, StepSpec, center_to_sensor, graph_inputs, prepare_scene
+from contactkit.models.gnn.model import EncodeProcessDecode
+from contactkit.models.gnn.postprocess import (
+    align_pose,
+    finite_difference_velocity,
+    integrate_positions,
+    same_hemisphere,
+)
+from contactkit.scene import Scene
+from contactkit.state import BodyState, stack_states
+
+
+@dataclass(frozen=True, eq=False)
+class GnnContactModel:
+    """A learned contact model for one scene.
+
+    Attributes:
+        model: the trained EPD stack (evaluated without gradients).
+        scene: the scene it predicts (any geometry: the model is not tied to its training scenes).
+        step_spec: control period [s] and gravity [m/s²] it was trained for.
+        device: torch device the network runs on.
+    """
+
+    model: EncodeProcessDecode
+    scene: Scene
+    step_spec: StepSpec
+    device: str = "cpu"
+    arrays: SceneArrays = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "arrays", prepare_scene(self.scene, self.step_spec))
+        self.model.to(self.device).eval()
+
+    @staticmethod
+    def from_checkpoint(path: str | Path, scene: Scene, device: str = "cpu") -> GnnContactModel:
+        """Load a checkpoint written by training (raises CheckpointError when it is unusable)."""
+        ckpt = load_checkpoint(path)
+        return GnnContactModel(restore_model(ckpt, device), scene, ckpt.step_spec, device)
+
+    @property
+    def history_length(self) -> int:
+        """Number of past states ``h`` a step reads (the last ``h`` of the history it is given)."""
+        return self.model.config.graph.history
+
+    @property
+    def dt(self) -> float:
+        """Control period [s] between states."""
+        return self.step_spec.dt
+
+    def _check(self, history: BodyState, action) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        history = history.validated("history")
+        shape = history.batch_shape
+        h = self.history_length
+        if len(shape) < 1 or shape[-1] < h:
+            raise InvalidInputError(f"history must have a time axis of at least {h} states, got batch shape {shape}")
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (*shape[:-1], 6):
+            raise InvalidInputError(f"action must have shape {(*shape[:-1], 6)}, got {action.shape}")
+        if not np.all(np.isfinite(action)):
+            raise InvalidInputError("action contains NaN or Inf")
+        flat = history.as_array()[..., -h:, :].reshape(-1, h, 13)
+        return flat, action.reshape(-1, 6), shape[:-1]
+
+    def step(self, history: BodyState, action) -> tuple[BodyState, np.ndarray]:
+        """One control step (paper §III-C, g and h of §III-A combined).
+
+        Args:
+            history: tool states with time axis last among the batch dims: fields ``(*B, H, ...)``,
+                oldest first, ``H >= history_length``; world frame.
+            action: ``(*B, 6)`` wrench applied to the tool, world frame, torque about the tool origin [N, N·m].
+
+        Returns:
+            ``(state, wrench)``: next tool state ``(*B,)`` (velocities by finite difference over ``dt``) and
+            the F/T reading at ``t`` ``(*B, 6)``, sensor frame, torque about the sensor origin [N, N·m].
+
+        Raises:
+            InvalidInputError: wrong shapes, NaN, non-unit quaternions, too short a history.
+        """
+        flat, act, batch = self._check(history, action)
+        inputs = [graph_inputs(self.arrays, flat[i], act[i]) for i in range(len(flat))]
+        graph = batch_graphs([build_graph(self.arrays, x, self.model.config.graph) for x in inputs]).to(self.device)
+        accel, wrench = self.model.predict(graph)
+        n, n_vert = len(flat), len(self.arrays.tool_vertices)
+        accel = accel.detach().cpu().to(torch.float64).reshape(n, n_vert, 3)
+        p_t = torch.as_tensor(np.stack([x.tool_positions[-1] for x in inputs]))
+        p_prev = torch.as_tensor(np.stack([x.tool_positions[-2] for x in inputs]))
+        ref = torch.as_tensor(self.arrays.tool_vertices).expand(n, n_vert, 3)
+        pos1, quat1 = align_pose(ref, integrate_positions(accel, p_t, p_prev))
+        pos0 = torch.as_tensor(flat[:, -1, 0:3])
+        quat0 = torch.as_tensor(flat[:, -1, 3:7] / np.linalg.norm(flat[:, -1, 3:7], axis=-1, keepdims=True))
+        quat1 = same_hemisphere(quat1, quat0)
+        lin, ang = finite_difference_velocity(pos0, quat0, pos1, quat1, self.dt)
+        state = np.concatenate([pos1.numpy(), quat1.numpy(), lin.numpy(), ang.numpy()], axis=-1)
+        reading = center_to_sensor(self.arrays, pos0.numpy(), quat0.numpy(),
+                                   wrench.detach().cpu().to(torch.float64).numpy())
+        return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
+
+    def rollout(self, history: BodyState, actions) -> tuple[BodyState, np.ndarray]:
+        """Open-loop rollout feeding predictions back as history (paper §IV-B.c).
+
+        Args:
+            history: initial states, fields ``(*B, H, ...)``, ``H >= history_length``.
+            actions: ``(*B, T, 6)`` applied wrenches, world frame, about the tool origin.
+
+        Returns:
+            states with fields ``(*B, T, ...)`` (``s_{t+1} .. s_{t+T}``) and F/T readings ``(*B, T, 6)``.
+        """
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.ndim < 2 or actions.shape[-1] != 6:
+            raise InvalidInputError(f"actions must have shape (*B, T, 6), got {actions.shape}")
+        h = self.history_length
+        window = BodyState.from_array(history.validated("history").as_array()[..., -h:, :])
+        states, readings = [], []
+        for k in range(actions.shape[-2]):
+            nxt, reading = self.step(window, actions[..., k, :])
+            states.append(nxt)
+            readings.append(reading)
+            merged = np.concatenate([window.as_array()[..., 1:, :], nxt.as_array()[..., None, :]], axis=-2)
+            window = BodyState.from_array(merged)
+        time_axis = len(actions.shape) - 2
+        return stack_states(states, axis=time_axis), np.stack(readings, axis=time_axis)

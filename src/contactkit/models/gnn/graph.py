@@ -1,0 +1,251 @@
+"""Graph construction Φ_con of Act-FIGNet and FIGNet+ (paper §III-C.1, appendix V-A, eqs. 10–14).
+
+Nodes: mesh nodes (tool vertices first, then the static vertices), one object node per body (tool first),
+and for Act-FIGNet a force and a torque world node per body. Edges: object↔mesh, world↔mesh (Act-FIGNet)
+and face-interaction mesh→mesh edges between the tool and the environment. Features are world-frame
+vectors followed by their norms, so a rotation of the whole scene rotates every vector block and leaves
+the rest unchanged (the ``*_LAYOUT`` tuples say which block is which).
+
+Deviation noted: eq. 10 lists ``h`` displacements, which needs ``h + 1`` positions; a window holds ``h``
+states, so a node carries the ``h − 1`` displacements they define (2 for the paper's ``h = 3``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from contactkit.errors import InvalidInputError
+from contactkit.models.gnn.face_edges import FACE_FEATURE_LAYOUT, face_interaction_edges
+from contactkit.models.gnn.kinematics import GraphInputs, SceneArrays
+
+Layout = tuple[tuple[str, int, bool], ...]
+
+
+class ModelVariant(enum.Enum):
+    """Which graph and network: the paper's model, or the action-augmented FIGNet baseline (§IV-B.b)."""
+
+    ACT_FIGNET = "act_fignet"
+    FIGNET_PLUS = "fignet_plus"
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """Graph construction settings.
+
+    Attributes:
+        variant: Act-FIGNet (world nodes and edges) or FIGNet+ (action in node features).
+        history: number of tool states ``h`` a graph reads (paper: 3), >= 2.
+        collision_radius: faces closer than this interact [m] (paper appendix V-B: 1 mm or 10 mm).
+    """
+
+    variant: ModelVariant = ModelVariant.ACT_FIGNET
+    history: int = 3
+    collision_radius: float = 0.01
+
+    def __post_init__(self):
+        object.__setattr__(self, "variant", ModelVariant(self.variant))
+        if not (isinstance(self.history, int) and self.history >= 2):
+            raise InvalidInputError(f"GraphConfig.history must be an integer >= 2, got {self.history!r}")
+        if not (np.isfinite(self.collision_radius) and self.collision_radius > 0):
+            raise InvalidInputError(f"GraphConfig.collision_radius must be > 0 [m], got {self.collision_radius}")
+
+
+def node_layout(config: GraphConfig) -> Layout:
+    """Mesh and object node feature blocks (eq. 10; FIGNet+ appends the action wrench)."""
+    blocks = [(f"disp_{i}", 3, True) for i in range(config.history - 1)]
+    blocks += [("mass", 1, False), ("friction", 1, False), ("dynamic", 1, False)]
+    if config.variant is ModelVariant.FIGNET_PLUS:
+        blocks += [("force", 3, True), ("torque", 3, True)]
+    return tuple(blocks)
+
+
+OBJECT_MESH_LAYOUT: Layout = (("disp", 3, True), ("norm_disp", 1, False))
+"""Object↔mesh edge blocks: vertex minus centre of mass (negated mesh→object), and its norm."""
+WORLD_LAYOUT: Layout = (("is_force", 1, False), ("is_torque", 1, False))
+"""World node blocks (eq. 11, a one-hot of the node type)."""
+WORLD_MESH_LAYOUT: Layout = (("vec", 3, True), ("norm_vec", 1, False), ("disp", 3, True), ("norm_disp", 1, False))
+"""World↔mesh edge blocks: eq. 12 (force edges, displacement zero) and eq. 13 (torque edges)."""
+
+
+def feature_layouts(config: GraphConfig) -> dict[str, Layout]:
+    """Feature layout of every feature field of :class:`Graph` under ``config``."""
+    out = {"mesh_x": node_layout(config), "object_x": node_layout(config), "om_x": OBJECT_MESH_LAYOUT,
+           "mo_x": OBJECT_MESH_LAYOUT, "face_x": FACE_FEATURE_LAYOUT}
+    if config.variant is ModelVariant.ACT_FIGNET:
+        out.update(world_x=WORLD_LAYOUT, wm_x=WORLD_MESH_LAYOUT, mw_x=WORLD_MESH_LAYOUT)
+    return out
+
+
+def layout_dim(layout: Layout) -> int:
+    """Total width of a feature layout."""
+    return sum(w for _, w, _ in layout)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A batch of ``num_graphs`` input graphs G_in (float32 features, int64 indices, one device).
+
+    Node sets: ``mesh_x`` (NM, dM), ``object_x`` (NO, dO), ``world_x`` (NW, 2) (NW = 0 for FIGNet+).
+    Edge sets ``*_index`` (2, E) hold (sender, receiver) rows: ``om`` object→mesh, ``mo`` mesh→object,
+    ``wm`` world→mesh, ``mw`` mesh→world. Face edges: ``face_senders``/``face_receivers`` (EF, 3) ranked
+    mesh ids, ``face_x`` (EF, 34). Tool bookkeeping, one row per tool vertex: ``tool_nodes`` (mesh id),
+    ``tool_graph`` (graph id), ``tool_om`` (its object→mesh edge), ``tool_mw_force``/``tool_mw_torque``
+    (its mesh→world edges; empty for FIGNet+).
+    """
+
+    mesh_x: torch.Tensor
+    object_x: torch.Tensor
+    world_x: torch.Tensor
+    om_index: torch.Tensor
+    om_x: torch.Tensor
+    mo_index: torch.Tensor
+    mo_x: torch.Tensor
+    wm_index: torch.Tensor
+    wm_x: torch.Tensor
+    mw_index: torch.Tensor
+    mw_x: torch.Tensor
+    face_senders: torch.Tensor
+    face_receivers: torch.Tensor
+    face_x: torch.Tensor
+    tool_nodes: torch.Tensor
+    tool_graph: torch.Tensor
+    tool_om: torch.Tensor
+    tool_mw_force: torch.Tensor
+    tool_mw_torque: torch.Tensor
+    num_graphs: int
+
+    def to(self, device: torch.device | str) -> Graph:
+        """The same graph with every tensor on ``device``."""
+        return Graph(**{f.name: _move(getattr(self, f.name), device) for f in fields(self)})
+
+
+def _move(x, device):
+    return x.to(device) if isinstance(x, torch.Tensor) else x
+
+
+def _world_edges(inputs: GraphInputs, mesh_obj: np.ndarray, disp: np.ndarray):
+    """World↔mesh edges of eqs. 12–13; features of static bodies are zero."""
+    n_mesh = len(mesh_obj)
+    is_tool = (mesh_obj == 0)[:, None]
+    f, tau = inputs.wrench[:3], inputs.wrench[3:]
+    nf, nt = np.linalg.norm(f), np.linalg.norm(tau)
+    nd = np.linalg.norm(disp, axis=-1, keepdims=True)
+    zeros3, zeros1 = np.zeros((n_mesh, 3)), np.zeros((n_mesh, 1))
+    force = np.concatenate([np.broadcast_to(f, (n_mesh, 3)), np.full((n_mesh, 1), nf), zeros3, zeros1], 1)
+    torque = np.concatenate([np.broadcast_to(tau, (n_mesh, 3)), np.full((n_mesh, 1), nt), disp, nd], 1)
+    wm_x = np.concatenate([force * is_tool, torque * is_tool])
+    mw_x = wm_x * np.array([-1, -1, -1, 1, -1, -1, -1, 1.0])
+    world_force, world_torque = 2 * mesh_obj, 2 * mesh_obj + 1
+    mesh = np.arange(n_mesh)
+    wm_index = np.stack([np.concatenate([world_force, world_torque]), np.concatenate([mesh, mesh])])
+    return wm_index, wm_x, wm_index[::-1].copy(), mw_x
+
+
+def _node_features(disp_hist: np.ndarray, attrs: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
+    """Eq. 10: displacements ``p_t - p_{t-1}, ...`` (most recent first) and ``k = [m, μ, b]``."""
+    steps = (disp_hist[1:] - disp_hist[:-1])[::-1]  # (h-1, N, 3)
+    parts = [np.concatenate(list(steps), axis=-1), attrs]
+    if extra is not None:
+        parts.append(extra)
+    return np.concatenate(parts, axis=-1)
+
+
+def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig) -> Graph:
+    """Input graph G_in = Φ_con(s_t^h, a_t, M) of one window (paper §III-C.1), on the CPU.
+
+    Args:
+        arrays: static scene arrays (meshes, attributes).
+        inputs: world-frame vertex and centre positions over the history, and the net external wrench.
+        config: variant, history length ``h`` and collision radius.
+
+    Raises:
+        InvalidInputError: ``inputs`` does not hold ``config.history`` frames of this scene's meshes.
+    """
+    h, n_tool = config.history, len(arrays.tool_vertices)
+    if inputs.tool_positions.shape != (h, n_tool, 3) or inputs.tool_centers.shape != (h, 3):
+        raise InvalidInputError(
+            f"graph inputs hold tool positions {inputs.tool_positions.shape}, expected ({h}, {n_tool}, 3)"
+        )
+    n_static, n_obj = len(inputs.static_positions), 1 + arrays.num_statics
+    mesh_obj = np.concatenate([np.zeros(n_tool, dtype=np.int64), 1 + arrays.static_body])
+    static_hist = np.broadcast_to(inputs.static_positions, (h, n_static, 3))
+    mesh_hist = np.concatenate([inputs.tool_positions, static_hist], axis=1)
+    centre_hist = np.concatenate(
+        [inputs.tool_centers[:, None], np.broadcast_to(inputs.static_centers, (h, n_obj - 1, 3))], axis=1
+    )
+    attrs = np.concatenate([arrays.tool_attrs[None], arrays.static_attrs])
+    plus = config.variant is ModelVariant.FIGNET_PLUS
+    obj_extra = np.zeros((n_obj, 6)) if plus else None
+    if plus:
+        obj_extra[0] = inputs.wrench
+    mesh_x = _node_features(mesh_hist, attrs[mesh_obj], obj_extra[mesh_obj] if plus else None)
+    object_x = _node_features(centre_hist, attrs, obj_extra)
+    pos_t = mesh_hist[-1]
+    disp = pos_t - centre_hist[-1][mesh_obj]
+    mesh = np.arange(len(mesh_obj))
+    om_x = np.concatenate([disp, np.linalg.norm(disp, axis=-1, keepdims=True)], axis=1)
+    mo_x = om_x * np.array([-1, -1, -1, 1.0])
+    faces = face_interaction_edges(pos_t, arrays.tool_faces, arrays.static_faces + n_tool, config.collision_radius)
+    tool = np.arange(n_tool)
+    if plus:
+        world_x, wm_index, wm_x, mw_index, mw_x = np.zeros((0, 2)), *_empty_edges(8), *_empty_edges(8)
+        tool_force = tool_torque = np.zeros(0, dtype=np.int64)
+    else:
+        world_x = np.tile(np.eye(2), (n_obj, 1))
+        wm_index, wm_x, mw_index, mw_x = _world_edges(inputs, mesh_obj, disp)
+        tool_force, tool_torque = tool, len(mesh_obj) + tool
+    return Graph(
+        mesh_x=_f32(mesh_x), object_x=_f32(object_x), world_x=_f32(world_x),
+        om_index=_i64(np.stack([mesh_obj, mesh])), om_x=_f32(om_x),
+        mo_index=_i64(np.stack([mesh, mesh_obj])), mo_x=_f32(mo_x),
+        wm_index=_i64(wm_index), wm_x=_f32(wm_x), mw_index=_i64(mw_index), mw_x=_f32(mw_x),
+        face_senders=_i64(faces.senders), face_receivers=_i64(faces.receivers), face_x=_f32(faces.features),
+        tool_nodes=_i64(tool), tool_graph=_i64(np.zeros(n_tool)), tool_om=_i64(tool),
+        tool_mw_force=_i64(tool_force), tool_mw_torque=_i64(tool_torque), num_graphs=1,
+    )
+
+
+def _empty_edges(dim: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((2, 0), dtype=np.int64), np.zeros((0, dim))
+
+
+def _f32(x: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32)
+
+
+def _i64(x: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.int64)
+
+
+def batch_graphs(graphs: Sequence[Graph]) -> Graph:
+    """Concatenate graphs into one disjoint batch, shifting node, edge and graph ids (PyG-style collate)."""
+    if not graphs:
+        raise InvalidInputError("batch_graphs needs at least one graph")
+    off = {"mesh": 0, "object": 0, "world": 0, "om": 0, "mw": 0, "graph": 0}
+    parts: dict[str, list[torch.Tensor]] = {f.name: [] for f in fields(Graph) if f.name != "num_graphs"}
+    for g in graphs:
+        shift = {
+            "om_index": torch.tensor([[off["object"]], [off["mesh"]]]),
+            "mo_index": torch.tensor([[off["mesh"]], [off["object"]]]),
+            "wm_index": torch.tensor([[off["world"]], [off["mesh"]]]),
+            "mw_index": torch.tensor([[off["mesh"]], [off["world"]]]),
+            "face_senders": off["mesh"], "face_receivers": off["mesh"], "tool_nodes": off["mesh"],
+            "tool_graph": off["graph"], "tool_om": off["om"], "tool_mw_force": off["mw"],
+            "tool_mw_torque": off["mw"],
+        }
+        for name, items in parts.items():
+            value = getattr(g, name)
+            items.append(value + shift[name] if name in shift else value)
+        off["mesh"] += g.mesh_x.shape[0]
+        off["object"] += g.object_x.shape[0]
+        off["world"] += g.world_x.shape[0]
+        off["om"] += g.om_x.shape[0]
+        off["mw"] += g.mw_x.shape[0]
+        off["graph"] += g.num_graphs
+    cat = {name: torch.cat(items, dim=1 if name.endswith("_index") else 0) for name, items in parts.items()}
+    return Graph(**cat, num_graphs=off["graph"])

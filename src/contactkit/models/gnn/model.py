@@ -1,0 +1,189 @@
+"""Encoder–processor–decoder Ψ_θ of Act-FIGNet and FIGNet+ (paper §III-C.2, appendix V-A.2.b, V-B).
+
+* Encoders (eqs. 1–2): one MLP per node and edge type, to ``latent_dim`` (face edges to ``3·latent_dim``).
+* Processor (eqs. 3–4, 15–17): ``message_passing_steps`` layers with unshared weights; each updates every
+  edge from ``[edge, sender, receiver]``, sums the new edge latents per receiver and edge type, updates
+  every node from ``[node, sums...]``; inputs are added to outputs (residual). A face edge is updated
+  from its latent and its six nodes and split into three messages, one per receiver vertex (eq. 17).
+* Decoders: vertex accelerations from mesh latents (eq. 5); F/T from the tool mesh→world edges averaged
+  over tool vertices (eqs. 6–7) for Act-FIGNet, or from the tool object→mesh edges for FIGNet+.
+
+MLPs have ``mlp_layers`` hidden ReLU layers of ``hidden_dim`` and a LayerNorm after them, except the
+decoders. Inputs and targets pass through :class:`RunningNormalizer` buffers that travel with the weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import nn
+
+from contactkit.errors import InvalidInputError
+from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant, feature_layouts, layout_dim
+from contactkit.models.gnn.normalize import RunningNormalizer
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of the EPD stack (paper Table II: 10 steps, 128 wide, 2-layer MLPs) and its graph settings."""
+
+    graph: GraphConfig = GraphConfig()
+    latent_dim: int = 128
+    hidden_dim: int = 128
+    mlp_layers: int = 2
+    message_passing_steps: int = 10
+
+    def __post_init__(self):
+        for name in ("latent_dim", "hidden_dim", "mlp_layers", "message_passing_steps"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise InvalidInputError(f"ModelConfig.{name} must be an integer >= 1, got {v!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-compatible form (the variant as its string value)."""
+        d = asdict(self)
+        d["graph"]["variant"] = self.graph.variant.value
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> ModelConfig:
+        """Inverse of :meth:`to_dict`; unknown or missing keys raise InvalidInputError naming them."""
+        _check_keys(d, ModelConfig, "model config")
+        _check_keys(d["graph"], GraphConfig, "model config 'graph'")
+        graph = GraphConfig(**{**d["graph"], "variant": ModelVariant(d["graph"]["variant"])})
+        return ModelConfig(graph=graph, **{k: v for k, v in d.items() if k != "graph"})
+
+
+def _check_keys(d, cls, what: str) -> None:
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"{what} must be a JSON object, got {type(d).__name__}")
+    names = {f.name for f in fields(cls)}
+    if set(d) != names:
+        raise InvalidInputError(f"{what}: unknown keys {sorted(set(d) - names)}, missing keys {sorted(names - set(d))}")
+
+
+def mlp(in_dim: int, hidden_dim: int, out_dim: int, layers: int, layer_norm: bool) -> nn.Sequential:
+    """``layers`` hidden Linear+ReLU layers of ``hidden_dim``, a linear output, optional LayerNorm."""
+    mods: list[nn.Module] = []
+    width = in_dim
+    for _ in range(layers):
+        mods += [nn.Linear(width, hidden_dim), nn.ReLU()]
+        width = hidden_dim
+    mods.append(nn.Linear(width, out_dim))
+    if layer_norm:
+        mods.append(nn.LayerNorm(out_dim))
+    return nn.Sequential(*mods)
+
+
+def init_parameters(module: nn.Module, generator: torch.Generator) -> None:
+    """Re-initialise every Linear layer as PyTorch's default does, drawing from ``generator`` only."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+            bound = 1.0 / math.sqrt(m.in_features)
+            nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+
+
+def _sum_to(n: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    return values.new_zeros((n, values.shape[-1])).index_add_(0, index, values)
+
+
+class ProcessorLayer(nn.Module):
+    """One message-passing step l (eqs. 3–4 for every edge type, eqs. 15–17 for face edges)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        L, H, n = cfg.latent_dim, cfg.hidden_dim, cfg.mlp_layers
+        self.act = cfg.graph.variant is ModelVariant.ACT_FIGNET
+        self.edge = nn.ModuleDict({"om": mlp(3 * L, H, L, n, True), "mo": mlp(3 * L, H, L, n, True),
+                                   "face": mlp(9 * L, H, 3 * L, n, True)})
+        self.node = nn.ModuleDict({"mesh": mlp((4 if self.act else 3) * L, H, L, n, True),
+                                   "object": mlp(2 * L, H, L, n, True)})
+        if self.act:
+            self.edge.update({"wm": mlp(3 * L, H, L, n, True), "mw": mlp(3 * L, H, L, n, True)})
+            self.node["world"] = mlp(2 * L, H, L, n, True)
+
+    def _edge(self, name, lat, g, src, dst):
+        index = getattr(g, f"{name}_index")
+        return self.edge[name](torch.cat([lat[name], lat[src][index[0]], lat[dst][index[1]]], dim=-1))
+
+    def forward(self, lat: dict[str, torch.Tensor], g: Graph) -> dict[str, torch.Tensor]:
+        """Updated latents (same keys and shapes as ``lat``)."""
+        n_mesh, n_obj = lat["mesh"].shape[0], lat["object"].shape[0]
+        new = {"om": self._edge("om", lat, g, "object", "mesh"), "mo": self._edge("mo", lat, g, "mesh", "object")}
+        m = lat["mesh"]
+        ends = [m[g.face_senders[:, i]] for i in range(3)] + [m[g.face_receivers[:, i]] for i in range(3)]
+        new["face"] = self.edge["face"](torch.cat([lat["face"], *ends], dim=-1))
+        face_msgs = new["face"].reshape(-1, m.shape[-1])  # (EF·3, L): message i goes to receiver i
+        agg = [_sum_to(n_mesh, g.om_index[1], new["om"]), _sum_to(n_mesh, g.face_receivers.reshape(-1), face_msgs)]
+        if self.act:
+            new["wm"] = self._edge("wm", lat, g, "world", "mesh")
+            new["mw"] = self._edge("mw", lat, g, "mesh", "world")
+            agg.append(_sum_to(n_mesh, g.wm_index[1], new["wm"]))
+            new["world"] = self.node["world"](
+                torch.cat([lat["world"], _sum_to(lat["world"].shape[0], g.mw_index[1], new["mw"])], dim=-1)
+            )
+        new["mesh"] = self.node["mesh"](torch.cat([m, *agg], dim=-1))
+        new["object"] = self.node["object"](torch.cat([lat["object"], _sum_to(n_obj, g.mo_index[1], new["mo"])], -1))
+        return {k: lat[k] + new[k] for k in lat}
+
+
+_INPUTS = {"mesh_x": "mesh", "object_x": "object", "world_x": "world", "om_x": "om", "mo_x": "mo",
+           "wm_x": "wm", "mw_x": "mw", "face_x": "face"}
+
+
+class EncodeProcessDecode(nn.Module):
+    """The EPD stack Ψ_θ for one :class:`ModelConfig` (either variant).
+
+    ``forward(graph)`` returns normalised predictions; :meth:`predict` returns them in SI units.
+    Weights are drawn from ``generator`` (a fixed seed 0 when None), never from torch's global generator.
+    """
+
+    def __init__(self, config: ModelConfig, generator: torch.Generator | None = None):
+        super().__init__()
+        self.config = config
+        L, H, n = config.latent_dim, config.hidden_dim, config.mlp_layers
+        self.act = config.graph.variant is ModelVariant.ACT_FIGNET
+        layouts = feature_layouts(config.graph)
+        self.inputs = [k for k in _INPUTS if k in layouts]
+        self.norm = nn.ModuleDict({k: RunningNormalizer(layout_dim(layouts[k])) for k in self.inputs})
+        self.norm.update({"accel": RunningNormalizer(3), "wrench": RunningNormalizer(6)})
+        self.encoders = nn.ModuleDict(
+            {_INPUTS[k]: mlp(layout_dim(layouts[k]), H, 3 * L if k == "face_x" else L, n, True) for k in self.inputs}
+        )
+        self.layers = nn.ModuleList(ProcessorLayer(config) for _ in range(config.message_passing_steps))
+        self.accel_decoder = mlp(L, H, 3, n, False)
+        self.ft_decoder = mlp(L, H, 3 if self.act else 6, n, False)
+        init_parameters(self, generator if generator is not None else torch.Generator().manual_seed(0))
+
+    def forward(self, g: Graph) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalised tool-vertex accelerations (NT, 3) and per-graph wrench (G, 6) for batch ``g``."""
+        lat = {_INPUTS[k]: self.encoders[_INPUTS[k]](self.norm[k](getattr(g, k))) for k in self.inputs}
+        for layer in self.layers:
+            lat = layer(lat, g)
+        accel = self.accel_decoder(lat["mesh"][g.tool_nodes])
+        if self.act:
+            per_vertex = torch.cat(
+                [self.ft_decoder(lat["mw"][g.tool_mw_force]), self.ft_decoder(lat["mw"][g.tool_mw_torque])], -1
+            )
+        else:
+            per_vertex = self.ft_decoder(lat["om"][g.tool_om])
+        counts = torch.bincount(g.tool_graph, minlength=g.num_graphs).clamp(min=1).to(per_vertex.dtype)
+        wrench = _sum_to(g.num_graphs, g.tool_graph, per_vertex) / counts[:, None]
+        return accel, wrench
+
+    @torch.no_grad()
+    def predict(self, g: Graph) -> tuple[torch.Tensor, torch.Tensor]:
+        """Accelerations ``p_{t+1} - 2 p_t + p_{t-1}`` (NT, 3) [m] and wrench (G, 6), world frame,
+        torque about the tool centre of mass [N, N·m]."""
+        accel, wrench = self(g)
+        return self.norm["accel"].inverse(accel), self.norm["wrench"].inverse(wrench)
+
+    def update_normalizers(self, g: Graph, accel: torch.Tensor, wrench: torch.Tensor) -> None:
+        """Accumulate input statistics of ``g`` and target statistics ``accel`` (NT, 3), ``wrench`` (G, 6)."""
+        for k in self.inputs:
+            self.norm[k].update(getattr(g, k))
+        self.norm["accel"].update(accel)
+        self.norm["wrench"].update(wrench)

@@ -1,0 +1,1 @@
+"""Tests of contactkit.models.gnn (Act-FIGNet, FIGNet+)."""
