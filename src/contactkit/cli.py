@@ -136,7 +136,8 @@ def plot(path: Path, out: Annotated[Path, typer.Option(help="PNG to write")], ep
     console.print(f"wrote {plot_episode(ep, out, title=f'{name} — episode {episode}')}")
 
 
-def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str) -> None:
+def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
+             plots: Path | None = None) -> None:
     from contactkit.eval.harness import run_measurement
 
     try:
@@ -148,6 +149,7 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
                 seed=seed,
                 device=device,
                 json_path=str(json_path) if json_path else None,
+                plots=str(plots) if plots else None,
             )
     except ContactkitError as exc:
         _fail(exc)
@@ -174,9 +176,10 @@ def experiment(
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
     seed: int = 0,
     device: str = "cpu",
+    plots: Annotated[Path | None, typer.Option(help="folder for the experiment's figures")] = None,
 ) -> None:
     """Reproduce a paper experiment (full runs are stored in docs/results/NAME.json)."""
-    _measure("experiment", name, quick, json_path, seed, device)
+    _measure("experiment", name, quick, json_path, seed, device, plots)
 
 
 @app.command()

@@ -24,7 +24,11 @@ BENCHMARKS = {
 }
 """``contactkit benchmark NAME`` → module with ``run``."""
 
-EXPERIMENTS: dict[str, str] = {}
+EXPERIMENTS: dict[str, str] = {
+    "connector-insertion": "contactkit.eval.exp_connector",
+    "mpc-insertion": "contactkit.eval.exp_mpc_insertion",
+    "pf-tracking": "contactkit.eval.exp_pf_tracking",
+}
 """``contactkit experiment NAME`` → module with ``run``."""
 
 PACKAGES = ("numpy", "scipy", "torch", "mujoco", "coal", "h5py", "trimesh")
@@ -70,8 +74,11 @@ def run_measurement(
     device: str = "cpu",
     json_path: str | None = None,
     results_dir: str | Path = "docs/results",
+    plots: str | None = None,
 ) -> dict:
     """Run benchmark/experiment ``name`` and return its result with provenance.
+
+    ``plots`` (a folder) is passed to measurements that draw figures.
 
     Raises:
         InvalidInputError: unknown name (the message lists the known ones).
@@ -81,7 +88,8 @@ def run_measurement(
         raise InvalidInputError(f"unknown {kind} {name!r}; available: {sorted(registry)}")
     module = importlib.import_module(registry[name])
     started = time.perf_counter()
-    result = module.run(quick=quick, seed=seed, device=device)
+    extra = {"plots": plots} if plots else {}
+    result = module.run(quick=quick, seed=seed, device=device, **extra)
     result = {
         "name": name,
         "kind": kind,
