@@ -1,0 +1,312 @@
+"""Experiment ``mpc-insertion``: iCEM MPC peg insertion with each contact model (act-fignet §IV-A, Fig. 4).
+
+The same agent (:class:`contactkit.control.mpc.MPCAgent`, Table IV settings) plans with each available
+model — MuJoCo itself (the ground truth), Act-FIGNet and the contactkit engine — while the environment's
+true dynamics are always the MuJoCo world (:class:`contactkit.tasks.peg_env.PegInsertionEnv`). Episodes
+run on four tool shapes in matching slots with 5 mm clearance plus the unseen circle-in-square pairing;
+every model sees the same initial states (paired comparison). A model that cannot be built is listed under
+``"missing"`` with the reason.
+
+Output keys: ``models.NAME.{success_rate, halfway_rate, episodes, replan_s, per_shape, ...}``,
+``missing``, ``budget``; with ``plots`` a directory, Fig. 4a (success and halfway rates per shape) and
+Fig. 4b (median eq-9 reward against time with its inter-quartile band) as PNG.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from contactkit.control.impedance import ActionMode
+from contactkit.control.mpc import MPCAgent, MPCConfig
+from contactkit.errors import ContactkitError
+from contactkit.model import ContactModel
+from contactkit.physics import WorldParams
+from contactkit.scene import Scene
+from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
+from contactkit.tasks.reward import SUCCESS_RADIUS_M
+
+__all__ = [
+    "ACT_FIGNET_CHECKPOINT",
+    "FULL_BUDGET",
+    "MODEL_FACTORIES",
+    "QUICK_BUDGET",
+    "InsertionBudget",
+    "ModelUnavailable",
+    "build_models",
+    "evaluate",
+    "plot_reward_curves",
+    "plot_success_rates",
+    "run",
+    "run_episode",
+]
+
+ACT_FIGNET_CHECKPOINT = Path("runs/act-fignet/best.safetensors")
+"""Where the experiments look for a trained Act-FIGNet (``train``'s ``best.safetensors``), relative to the cwd."""
+
+
+@dataclass(frozen=True)
+class InsertionBudget:
+    """How much of the experiment to run.
+
+    Attributes:
+        pairings: keys of :data:`INSERTION_PAIRINGS` to evaluate.
+        episodes_per_pairing: episodes per pairing (act-fignet: 10 per tool shape).
+        max_steps: control steps per episode (act-fignet: 150).
+        horizon, population, iterations, replan_every: iCEM settings (Table IV: 50, 20, 5, 5).
+        n_threads: MuJoCo rollout threads of the ground-truth planning model (0: calling thread).
+    """
+
+    pairings: tuple[str, ...]
+    episodes_per_pairing: int
+    max_steps: int
+    horizon: int = 50
+    population: int = 20
+    iterations: int = 5
+    replan_every: int = 5
+    n_threads: int = 0
+
+
+FULL_BUDGET = InsertionBudget(tuple(INSERTION_PAIRINGS), episodes_per_pairing=10, max_steps=150, n_threads=2)
+"""The paper's run: 10 episodes on each of the 5 pairings, 150 steps, Table IV agent."""
+QUICK_BUDGET = InsertionBudget(tuple(INSERTION_PAIRINGS), episodes_per_pairing=1, max_steps=40, horizon=20,
+                               population=12, iterations=3, replan_every=5)
+"""A smoke run (< 2 min on 2 cores): one short episode per pairing with a small planning budget."""
+
+
+class ModelUnavailable(ContactkitError):
+    """A planning model that cannot be built here; the message says why."""
+
+
+ModelFactory = Callable[[Scene, WorldParams, InsertionBudget, str], ContactModel]
+
+
+def _ground_truth(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    from contactkit.mujoco.model import MujocoContactModel
+
+    return MujocoContactModel(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
+
+
+def _check_protocol(model, name: str) -> ContactModel:
+    """Refuse a model that does not implement the ContactModel protocol."""
+    missing = [a for a in ("action_mode", "history", "control_dt") if not hasattr(model, a)]
+    if missing:
+        raise ModelUnavailable(f"{name} does not implement the ContactModel protocol yet (lacks {missing})")
+    return model
+
+
+def _act_fignet(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    if not ACT_FIGNET_CHECKPOINT.is_file():
+        raise ModelUnavailable(f"no trained Act-FIGNet checkpoint at {ACT_FIGNET_CHECKPOINT}")
+    from contactkit.models.gnn import GnnContactModel
+
+    model = GnnContactModel.from_checkpoint(ACT_FIGNET_CHECKPOINT, scene, device=device)
+    return _check_protocol(model, "Act-FIGNet (GnnContactModel)")
+
+
+def _engine(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    import contactkit.engine as engine
+
+    factory = getattr(engine, "EngineContactModel", None)
+    if factory is None:
+        raise ModelUnavailable("contactkit.engine exports no EngineContactModel (ContactModel) yet")
+    return _check_protocol(factory(scene, params), "contactkit engine")
+
+
+MODEL_FACTORIES: dict[str, ModelFactory] = {
+    "ground-truth": _ground_truth,
+    "act-fignet": _act_fignet,
+    "engine": _engine,
+}
+"""Planning models by name; each builds a ContactModel for a scene or raises :class:`ModelUnavailable`."""
+
+
+def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str,
+                 modes: tuple[ActionMode, ...] = (ActionMode.POSE_DELTA,)
+                 ) -> tuple[dict[str, ContactModel], list[dict]]:
+    """``({name: model}, [{"model": name, "reason": why}])``: the models that exist and those that do not.
+
+    A model whose ``action_mode`` is not in ``modes`` is missing (the MPC agent plans pose deltas, as the
+    impedance-controlled tool of act-fignet §IV-A takes them).
+    """
+    models, missing = {}, []
+    for name, factory in MODEL_FACTORIES.items():
+        try:
+            model = factory(scene, params, budget, device)
+            if ActionMode(model.action_mode) not in modes:
+                raise ModelUnavailable(f"{name} takes {ActionMode(model.action_mode).value} actions, not one of "
+                                       f"{[m.value for m in modes]}")
+            models[name] = model
+        except ModelUnavailable as exc:
+            missing.append({"model": name, "reason": str(exc)})
+    return models, missing
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """Outcome of one episode: success, halfway, steps taken, eq-9 reward per step, replan times [s]."""
+
+    pairing: str
+    seed: int
+    success: bool
+    halfway: bool
+    steps: int
+    final_distance_mm: float
+    rewards: tuple[float, ...]
+    replan_s: tuple[float, ...]
+
+
+def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str = "") -> EpisodeRecord:
+    """Roll out ``agent`` in ``env`` from the initial state of ``seed`` until success or truncation."""
+    obs, info = env.reset(seed=seed)
+    agent.reset(split_observation(obs)[0])
+    first_replan = len(agent.replan_seconds)
+    rewards, halfway = [], info["halfway"]
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = agent.act(split_observation(obs)[0])
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        halfway = halfway or info["halfway"]
+    return EpisodeRecord(pairing, seed, bool(info["success"]), bool(halfway), len(rewards),
+                         1e3 * info["distance"], tuple(rewards), tuple(agent.replan_seconds[first_replan:]))
+
+
+def _rates(records: list[EpisodeRecord]) -> dict:
+    return {
+        "success_rate": float(np.mean([r.success for r in records])),
+        "halfway_rate": float(np.mean([r.success or r.halfway for r in records])),
+        "episodes": len(records),
+    }
+
+
+def _summary(records: list[EpisodeRecord], wall_s: float) -> dict:
+    replans = np.concatenate([r.replan_s for r in records])
+    per_shape = {}
+    for pairing in dict.fromkeys(r.pairing for r in records):
+        mine = [r for r in records if r.pairing == pairing]
+        per_shape[pairing] = {**_rates(mine), "mean_steps": float(np.mean([r.steps for r in mine]))}
+    return {
+        **_rates(records),
+        "replan_s": float(np.mean(replans)),
+        "replan_s_p90": float(np.percentile(replans, 90)),
+        "replans": int(replans.size),
+        "control_steps": int(sum(r.steps for r in records)),
+        "wall_s": wall_s,
+        "per_shape": per_shape,
+        "per_episode": [{"pairing": r.pairing, "seed": r.seed, "success": r.success, "halfway": r.halfway,
+                         "steps": r.steps, "final_distance_mm": r.final_distance_mm} for r in records],
+    }
+
+
+def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
+             params: WorldParams | None = None) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
+    """Run every available model on every pairing; returns (records per model, wall seconds, missing)."""
+    params = params or WorldParams()
+    records: dict[str, list[EpisodeRecord]] = {}
+    wall: dict[str, float] = {}
+    missing: list[dict] = []
+    for p_index, pairing in enumerate(budget.pairings):
+        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
+        config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
+                                    iterations=budget.iterations, replan_every=budget.replan_every)
+        models, gone = build_models(env.scene, params, budget, device)
+        missing = missing or gone
+        for name, model in models.items():
+            started = time.perf_counter()
+            agent = MPCAgent(model, config, env.scene, np.random.default_rng([seed, p_index]))
+            for episode in range(budget.episodes_per_pairing):
+                record = run_episode(env, agent, seed * 1000 + 100 * p_index + episode, pairing)
+                records.setdefault(name, []).append(record)
+            wall[name] = wall.get(name, 0.0) + time.perf_counter() - started
+    return records, wall, missing
+
+
+def plot_success_rates(result: dict, out: Path) -> Path:
+    """Fig. 4a: per pairing and model, success rate (solid) over the halfway rate (shaded); dashed line:
+    the ground truth's mean success rate. Writes ``out`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = result["models"]
+    pairings = list(next(iter(models.values()))["per_shape"]) if models else []
+    width = 0.8 / max(1, len(models))
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for k, (name, summary) in enumerate(models.items()):
+        x = np.arange(len(pairings)) + (k - 0.5 * (len(models) - 1)) * width
+        shapes = summary["per_shape"]
+        color = f"C{k}"
+        ax.bar(x, [shapes[p]["halfway_rate"] for p in pairings], width, color=color, alpha=0.3)
+        ax.bar(x, [shapes[p]["success_rate"] for p in pairings], width, color=color, label=name)
+    if "ground-truth" in models:
+        ax.axhline(models["ground-truth"]["success_rate"], ls="--", color="k", lw=1, label="ground truth, mean")
+    ax.set_xticks(np.arange(len(pairings)), pairings)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_ylabel("success rate (shaded: halfway)")
+    ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
+def plot_reward_curves(records: dict[str, list[EpisodeRecord]], max_steps: int, out: Path) -> Path:
+    """Fig. 4b: eq-9 reward against control step, median (line) and inter-quartile band per model, one
+    panel per pairing. An episode that ended early on success keeps its last reward (the peg stays in)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairings = list(dict.fromkeys(r.pairing for recs in records.values() for r in recs))
+    fig, axes = plt.subplots(1, max(1, len(pairings)), figsize=(3.2 * max(1, len(pairings)), 3.2),
+                             sharey=True, squeeze=False)
+    for ax, pairing in zip(axes[0], pairings, strict=False):
+        for k, (name, recs) in enumerate(records.items()):
+            curves = np.array([np.pad(r.rewards, (0, max_steps - len(r.rewards)), mode="edge")
+                               for r in recs if r.pairing == pairing])
+            steps = np.arange(1, max_steps + 1)
+            lo, mid, hi = np.percentile(curves, [25, 50, 75], axis=0)
+            ax.fill_between(steps, lo, hi, color=f"C{k}", alpha=0.25)
+            ax.plot(steps, mid, color=f"C{k}", label=name)
+        ax.set_title(pairing)
+        ax.set_xlabel("control step")
+    axes[0][0].set_ylabel("reward (eq 9)")
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, out)
+
+
+def _save(fig, out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
+        budget: InsertionBudget | None = None) -> dict:
+    """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
+
+    ``budget`` replaces the quick or full budget (for smoke tests).
+    """
+    budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
+    records, wall, missing = evaluate(budget, seed, device)
+    result = {
+        "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
+        "missing": missing,
+        "budget": asdict(budget),
+        "task": {"clearance_m": PegEnvConfig().clearance, "success_radius_m": SUCCESS_RADIUS_M,
+                 "control_dt_s": WorldParams().control_dt},
+    }
+    if plots is not None:
+        result["plots"] = [str(plot_success_rates(result, Path(plots) / "mpc_insertion_success.png")),
+                           str(plot_reward_curves(records, budget.max_steps,
+                                                  Path(plots) / "mpc_insertion_rewards.png"))]
+    return result
