@@ -10,12 +10,12 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from contactkit.control.impedance import ActionMode
+from contactkit.control.impedance import ActionMode, pose_target
 from contactkit.errors import InvalidInputError
 from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld
 from contactkit.physics import WorldParams
-from contactkit.rotations import quat_to_mat
+from contactkit.rotations import cross, quat_to_mat
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
@@ -62,17 +62,37 @@ class MujocoContactModel:
         return self._outputs(states, sensors, batch)
 
     def _inputs(self, flat: BodyState, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Initial physics states ``(b, nstate)`` and per-element controls ``(b, ncontrol)``."""
+        """Initial physics states ``(b, nstate)`` and per-element controls ``(b, ncontrol)``, vectorised.
+
+        Layouts follow ``mjtState`` bit order: FULLPHYSICS = time, qpos (7), qvel (6) for this one-body
+        model; the control is xfrc_applied (nbody·6), mocap_pos (nmocap·3), mocap_quat (nmocap·4).
+        """
         w = self.world
-        m, d = w.model, w.data
-        init = np.empty((len(action), mujoco.mj_stateSize(m, STATE_SPEC)))
-        ctrl = np.empty((len(action), mujoco.mj_stateSize(m, CONTROL_SPEC)))
-        for i in range(len(action)):
-            s = flat.index(i)
-            w.set_state(s)
-            w._set_inputs(action[i], self.action_mode)
-            mujoco.mj_getState(m, d, init[i], STATE_SPEC)
-            mujoco.mj_getState(m, d, ctrl[i], CONTROL_SPEC)
+        m = w.model
+        b = len(action)
+        rot = quat_to_mat(flat.quat)
+        init = np.zeros((b, mujoco.mj_stateSize(m, STATE_SPEC)))
+        init[:, 1:4], init[:, 4:8], init[:, 8:11] = flat.pos, flat.quat, flat.lin_vel
+        init[:, 11:14] = np.einsum("bji,bj->bi", rot, flat.ang_vel)
+        feedforward = np.zeros((b, 6))
+        feedforward[:, 2] = w._weight
+        tpos, tquat = flat.pos, flat.quat
+        if self.action_mode is ActionMode.POSE_DELTA:
+            tpos, tquat = pose_target(flat.pos, flat.quat, action, self.scene.controller)
+            m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+        else:
+            feedforward += action
+            m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+        ctrl = np.zeros((b, mujoco.mj_stateSize(m, CONTROL_SPEC)))
+        body = w._body * 6
+        lever = np.einsum("bij,j->bi", rot, self.scene.tool.com)
+        ctrl[:, body:body + 3] = feedforward[:, :3]
+        ctrl[:, body + 3:body + 6] = feedforward[:, 3:] - cross(lever, feedforward[:, :3])
+        mocap_pos, mocap_quat = m.nbody * 6, m.nbody * 6 + m.nmocap * 3
+        for mocap in (w._mocap_pos, w._mocap_rot):
+            ctrl[:, mocap_pos + 3 * mocap:mocap_pos + 3 * mocap + 3] = tpos
+        ctrl[:, mocap_quat + 4 * w._mocap_pos] = 1.0
+        ctrl[:, mocap_quat + 4 * w._mocap_rot:mocap_quat + 4 * w._mocap_rot + 4] = tquat
         return init, ctrl
 
     def _outputs(self, states: np.ndarray, sensors: np.ndarray, batch: tuple) -> tuple[BodyState, np.ndarray]:
