@@ -14,10 +14,24 @@ from contactkit.estimation.particle_filter import (
     update,
 )
 from contactkit.estimation.resampling import effective_sample_size, normalize_log_weights, systematic_resample
+from contactkit.estimation.tracking import (
+    RecordedEpisode,
+    TrackingConfig,
+    TrackingMode,
+    TrackingResult,
+    perturbed_pose,
+    track,
+)
 
 __all__ = [
     "NoiseSpace",
     "PFConfig",
+    "RecordedEpisode",
+    "TrackingConfig",
+    "TrackingMode",
+    "TrackingResult",
+    "perturbed_pose",
+    "track",
     "ParticleBelief",
     "effective_sample_size",
     "estimate",
