@@ -45,8 +45,12 @@ def render_one(data: dict) -> str:
         "",
     ]
     scalars: list[tuple[str, str]] = []
+    folded: list[tuple[str, str]] = []
     for key, value in data.items():
         if key in ("name", "kind", "provenance"):
+            continue
+        if key == "config":
+            _flat(key, value, folded)
             continue
         if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
             lines += [f"**{key}**", "", *_table(value), ""]
@@ -60,6 +64,9 @@ def render_one(data: dict) -> str:
             + [""]
             + lines[4:]
         )
+    if folded:
+        lines += ["<details><summary>configuration</summary>", "", "| setting | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in folded] + ["", "</details>", ""]
     return "\n".join(lines)
 
 
