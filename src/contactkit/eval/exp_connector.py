@@ -45,6 +45,7 @@ from contactkit.errors import InvalidInputError
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
 from contactkit.mujoco import MujocoWorld
 from contactkit.physics import WorldParams
+from contactkit.report.plots import save_figure
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
 from contactkit.tasks.connector import (
     SOCKET_VARIANTS,
@@ -313,7 +314,7 @@ def plot_calibration(trial: Trial, out: Path, socket_name: str) -> Path:
     axes[0].legend(loc="upper right", ncol=2, fontsize=8)
     axes[-1].set_xlabel("calibration time [s] (shaded: held out)")
     fig.suptitle(f"Calibration, socket {socket_name}: F/T (sensor frame) measured vs predicted")
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def plot_lateral_force(variants, logs: list[list[Trial]], cfg: ExperimentConfig, out: Path) -> Path:
@@ -341,18 +342,7 @@ def plot_lateral_force(variants, logs: list[list[Trial]], cfg: ExperimentConfig,
     axes[0, 0].set_ylabel("lateral force [N]")
     axes[-1, 0].set_xlabel("time since takeover [s]")
     fig.suptitle("Lateral force on the plug: scripted insertion vs force-minimising control (eq 19)")
-    return _save(fig, out)
-
-
-def _save(fig, out: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def _config_dict(cfg: ExperimentConfig) -> dict:

@@ -26,6 +26,7 @@ from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.errors import ContactkitError
 from contactkit.model import ContactModel
 from contactkit.physics import WorldParams
+from contactkit.report.plots import save_figure
 from contactkit.scene import Scene
 from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
 from contactkit.tasks.reward import SUCCESS_RADIUS_M
@@ -250,7 +251,7 @@ def plot_success_rates(result: dict, out: Path) -> Path:
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("success rate (shaded: halfway)")
     ax.legend(fontsize=8)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def plot_reward_curves(records: dict[str, list[EpisodeRecord]], max_steps: int, out: Path) -> Path:
@@ -276,18 +277,7 @@ def plot_reward_curves(records: dict[str, list[EpisodeRecord]], max_steps: int, 
         ax.set_xlabel("control step")
     axes[0][0].set_ylabel("reward (eq 9)")
     axes[0][0].legend(fontsize=8)
-    return _save(fig, out)
-
-
-def _save(fig, out: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,

@@ -37,10 +37,15 @@ def plot_episode(episode, out: str | Path, title: str = "", reference=None) -> P
     axes[0].legend(loc="upper right", ncol=3, fontsize=8)
     axes[-1].set_xlabel("time [s]")
     fig.suptitle(title)
-    fig.tight_layout()
+    return save_figure(fig, out)
+
+
+def save_figure(fig, out: str | Path, dpi: int = 110) -> Path:
+    """Lay out ``fig``, write it to ``out`` (parent folders created), close it; returns the path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return out
 
