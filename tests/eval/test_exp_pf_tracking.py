@@ -12,14 +12,24 @@ from contactkit.eval.exp_pf_tracking import TrackingBudget
 
 def test_tiny_run_reports_three_configurations(tmp_path, monkeypatch):
     monkeypatch.setattr(exp_mpc_insertion, "ACT_FIGNET_CHECKPOINT", tmp_path / "absent.safetensors")
-    result = exp_pf_tracking.run(quick=True, seed=0, plots=tmp_path, budget=TrackingBudget(episodes=1, steps=20))
+    budget = TrackingBudget(episodes=1, steps=20, calibration_episodes=1)
+    result = exp_pf_tracking.run(quick=True, seed=0, plots=tmp_path, budget=budget)
     json.dumps(result)
     assert result["quoted_model"] == "mujoco-nominal"
     configs = result["models"]["mujoco-nominal"]["configurations"]
     assert set(configs) == {"motion-only", "pf-known-init", "pf-perturbed-init"}
     for scores in configs.values():
         assert scores["final_pos_err_mm"] >= 0.0 and 0.0 <= scores["converged_fraction"] <= 1.0
+        assert scores["final_pos_err_mm_p10"] <= scores["final_pos_err_mm"] <= scores["final_pos_err_mm_max"]
+        assert scores["episodes"] == 1 and len(scores["per_episode"]) == 1
+    calibration = result["models"]["mujoco-nominal"]["calibration"]
+    assert len(calibration["process_std"]) == 12 and len(calibration["measurement_std"]) == 6
+    assert calibration["n_samples"] == 20
+    # the target world's F/T noise (0.25-0.3 N) is part of what the calibration measures
+    assert all(std >= 0.1 for std in calibration["measurement_std"][:3])
     assert result["perturbed_final_pos_err_mm"] == configs["pf-perturbed-init"]["final_pos_err_mm"]
+    assert result["perturbed_final_pos_err_mm_max"] == configs["pf-perturbed-init"]["final_pos_err_mm_max"]
+    assert set(result["final_pos_err_mm"]) == set(configs)
     series = result["series"]["mujoco-nominal"]["pf-perturbed-init"]
     assert len(series["pos_err_mm"]) == 21
     assert series["pos_err_mm"][0] > 1.0  # the perturbed start is millimetres off

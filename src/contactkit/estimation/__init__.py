@@ -15,21 +15,27 @@ from contactkit.estimation.particle_filter import (
 )
 from contactkit.estimation.resampling import effective_sample_size, normalize_log_weights, systematic_resample
 from contactkit.estimation.tracking import (
+    NoiseCalibration,
     RecordedEpisode,
     TrackingConfig,
     TrackingMode,
     TrackingResult,
+    calibrate_noise,
+    one_step_residuals,
     perturbed_pose,
     track,
 )
 
 __all__ = [
+    "NoiseCalibration",
     "NoiseSpace",
     "PFConfig",
     "RecordedEpisode",
     "TrackingConfig",
     "TrackingMode",
     "TrackingResult",
+    "calibrate_noise",
+    "one_step_residuals",
     "perturbed_pose",
     "track",
     "ParticleBelief",

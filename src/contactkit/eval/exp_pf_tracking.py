@@ -8,9 +8,15 @@ configured for the nominal world. Three configurations are scored against the re
 (:mod:`contactkit.estimation.tracking`): motion-only, particle filter from the known initial pose, and
 from a pose corrupted by ``PERTURB_POS_M`` and ``PERTURB_ROT_RAD``.
 
-Output keys: ``perturbed_final_pos_err_mm`` (median over episodes, of the preferred model), ``models.NAME.
-configurations.MODE.{final_pos_err_mm, tail_max_pos_err_mm, converged, ...}``, ``missing``; with ``plots``,
-Fig. 12-style PNGs (estimate against truth per axis, and the errors against time).
+The filter's process and F/T noise are measured, per model, on separate calibration episodes (other seeds,
+same policy and world) as the RMS of the model's one-step residuals (:func:`~contactkit.estimation.
+tracking.calibrate_noise`); nothing is tuned on the scored episodes.
+
+Output keys: ``perturbed_final_pos_err_mm`` (median over episodes, of the preferred model) with its spread
+``perturbed_final_pos_err_mm_p90`` / ``_max`` and ``perturbed_converged_fraction``; ``models.NAME.
+configurations.MODE.{final_pos_err_mm, ..._p10, ..._p90, ..._max, tail_max_pos_err_mm, converged_fraction,
+per_episode}``, ``models.NAME.calibration``, ``missing``; with ``plots``, Fig. 12-style PNGs (estimate
+against truth per axis, and the errors against time).
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ import numpy as np
 from contactkit.control.impedance import ActionMode
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
-from contactkit.estimation.tracking import RecordedEpisode, TrackingConfig, TrackingMode, TrackingResult, track
+from contactkit.estimation.tracking import (
+    NoiseCalibration,
+    RecordedEpisode,
+    TrackingConfig,
+    TrackingMode,
+    TrackingResult,
+    calibrate_noise,
+    track,
+)
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, build_models
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
@@ -36,9 +50,9 @@ __all__ = [
     "FULL_BUDGET",
     "QUICK_BUDGET",
     "TrackingBudget",
-    "default_tracking_config",
     "record_episode",
     "run",
+    "tracking_config",
 ]
 
 CONVERGED_POS_ERR_M = 2e-3
@@ -50,6 +64,14 @@ PERTURB_POS_M = 3e-3
 PERTURB_ROT_RAD = 0.02
 """Orientation error of the perturbed initial pose [rad] (about 1.1°: over the 20 mm peg a tilt of 0.05 rad
 already exceeds the 1 mm clearance, and a relative pose-delta action never corrects a particle's tilt)."""
+KNOWN_INIT_STD_M = 2e-4
+"""Position spread of the known-pose belief [m] (a motion-capture-grade initial pose)."""
+KNOWN_INIT_STD_RAD = 1e-3
+"""Orientation spread of the known-pose belief [rad]."""
+SCORED_SEED_OFFSET = 1000
+"""Scored episodes use seeds ``[seed, 1000 + k]``."""
+CALIBRATION_SEED_OFFSET = 2000
+"""Calibration episodes use seeds ``[seed, 2000 + k]``: never one of the scored episodes."""
 CENTER_NOISE_M = 1e-3
 """Error of the spiral policy's belief of the hole centre [m]."""
 MODEL_LABELS = {"ground-truth": "mujoco-nominal"}
@@ -60,34 +82,38 @@ MODEL_PREFERENCE = ("act-fignet", "engine", "mujoco-nominal")
 
 @dataclass(frozen=True)
 class TrackingBudget:
-    """Episodes to record and their length [control steps]."""
+    """Scored episodes, calibration episodes (for the filter's noise) and their length [control steps]."""
 
     episodes: int
     steps: int
+    calibration_episodes: int = 2
 
 
-FULL_BUDGET = TrackingBudget(episodes=10, steps=150)
-QUICK_BUDGET = TrackingBudget(episodes=1, steps=80)
+FULL_BUDGET = TrackingBudget(episodes=10, steps=150, calibration_episodes=4)
+QUICK_BUDGET = TrackingBudget(episodes=4, steps=80, calibration_episodes=2)
 
 
-def default_tracking_config() -> TrackingConfig:
-    """30 particles (act-fignet §IV-C) and noise chosen by hand, as in the paper ("empirically selected").
+def tracking_config(calibration: NoiseCalibration, n_particles: int = 30) -> TrackingConfig:
+    """30 particles (act-fignet §IV-C) with the measured noise of ``calibration``.
 
-    Process noise per step: 0.5 mm, 1 mrad, 5 mm/s, 0.05 rad/s. F/T std: 1 N and 0.03 N·m, above the
-    target world's sensor noise and bias (≤ 0.3 N, ≤ 0.006 N·m) to absorb the model's own force error.
+    The perturbed-start belief is a Gaussian whose mean squared error equals the perturbation's:
+    per-axis std ``PERTURB_POS_M / √3`` and ``PERTURB_ROT_RAD / √3`` (the filter is told how wrong its
+    start may be, not in which direction). The known-start belief has :data:`KNOWN_INIT_STD_M` and
+    :data:`KNOWN_INIT_STD_RAD`. Velocities start exact (the tool is at rest).
     """
     pf = PFConfig(
-        process_noise_std=np.array([5e-4] * 3 + [1e-3] * 3 + [5e-3] * 3 + [5e-2] * 3),
-        measurement_std=np.array([1.0] * 3 + [0.03] * 3),
-        n_particles=30,
+        process_noise_std=calibration.process_std,
+        measurement_std=calibration.measurement_std,
+        n_particles=n_particles,
         noise_space=NoiseSpace.POSE13,
     )
     return TrackingConfig(
         pf=pf,
-        init_std=np.array([2e-4] * 3 + [1e-3] * 3 + [0.0] * 6),
+        init_std=np.array([KNOWN_INIT_STD_M] * 3 + [KNOWN_INIT_STD_RAD] * 3 + [0.0] * 6),
         perturb_pos=PERTURB_POS_M,
         perturb_rot=PERTURB_ROT_RAD,
-        perturbed_init_std=np.array([2e-3] * 3 + [0.01] * 3 + [0.0] * 6),
+        perturbed_init_std=np.array([PERTURB_POS_M / np.sqrt(3.0)] * 3 + [PERTURB_ROT_RAD / np.sqrt(3.0)] * 3
+                                    + [0.0] * 6),
     )
 
 
@@ -124,25 +150,53 @@ def _scores(result: TrackingResult, contact: int) -> dict:
     }
 
 
+SPREAD_KEYS = ("final_pos_err_mm", "tail_max_pos_err_mm")
+"""Scores whose spread over episodes is reported (10th and 90th percentile, maximum) next to the median."""
+
+
+def _summarise(scores: list[dict]) -> dict:
+    """Medians over episodes of every score, the spread of :data:`SPREAD_KEYS`, the converged fraction."""
+    summary = {key: float(np.median([s[key] for s in scores])) for key in scores[0]
+               if key != "converged" and all(s[key] is not None for s in scores)}
+    for key in SPREAD_KEYS:
+        values = np.array([s[key] for s in scores])
+        summary.update({f"{key}_p10": float(np.percentile(values, 10)), f"{key}_p90": float(np.percentile(values, 90)),
+                        f"{key}_max": float(np.max(values))})
+    summary["converged_fraction"] = float(np.mean([s["converged"] for s in scores]))
+    summary["episodes"] = len(scores)
+    summary["per_episode"] = scores
+    return summary
+
+
+def _as_model_input(model, episode: RecordedEpisode, applied: np.ndarray) -> RecordedEpisode:
+    """The episode with the actions ``model`` reads: pose deltas as recorded, or the applied wrenches."""
+    if ActionMode(model.action_mode) is ActionMode.WRENCH:
+        return RecordedEpisode(episode.states, applied, episode.wrenches)
+    return episode
+
+
 def _evaluate_model(model, episodes, config, seed: int) -> tuple[dict, list[dict]]:
-    """Scores per configuration (medians over episodes) and the first episode's time series."""
+    """Scores per configuration (medians and spread over episodes) and the first episode's time series."""
     per_mode: dict[str, list[dict]] = {m.value: [] for m in TrackingMode}
     series = []
     for e, (episode, applied, contact) in enumerate(episodes):
-        if ActionMode(model.action_mode) is ActionMode.WRENCH:
-            episode = RecordedEpisode(episode.states, applied, episode.wrenches)
+        episode = _as_model_input(model, episode, applied)
         for m_index, mode in enumerate(TrackingMode):
             result = track(model, episode, config, mode, np.random.default_rng([seed, e, m_index]))
             per_mode[mode.value].append(_scores(result, contact))
             if e == 0:
                 series.append({"mode": mode.value, "result": result, "truth": episode.states})
-    summary = {}
-    for mode, scores in per_mode.items():
-        summary[mode] = {key: float(np.median([s[key] for s in scores])) for key in scores[0]
-                         if key != "converged" and scores[0][key] is not None}
-        summary[mode]["converged_fraction"] = float(np.mean([s["converged"] for s in scores]))
-        summary[mode]["per_episode"] = scores
-    return summary, series
+    return {mode: _summarise(scores) for mode, scores in per_mode.items()}, series
+
+
+def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset: int, count: int) -> list:
+    """``count`` episodes ``(episode, applied (T, 6), first contact step)`` with seeds ``[seed, offset + k]``."""
+    out = []
+    for e in range(count):
+        episode, applied = record_episode(scene, world, budget.steps, np.random.default_rng([seed, offset + e]))
+        touching = np.flatnonzero(np.linalg.norm(episode.wrenches[:, :3], axis=1) > CONTACT_FORCE_N)
+        out.append((episode, applied, int(touching[0]) if touching.size else episode.n_steps))
+    return out
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
@@ -154,26 +208,32 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     scene = peg_in_hole("hexagon", 1e-3)
     truth_world, nominal = load_world("target"), load_world("nominal")
-    episodes = []
-    for e in range(budget.episodes):
-        episode, applied = record_episode(scene, truth_world, budget.steps, np.random.default_rng([seed, 1000 + e]))
-        touching = np.flatnonzero(np.linalg.norm(episode.wrenches[:, :3], axis=1) > CONTACT_FORCE_N)
-        episodes.append((episode, applied, int(touching[0]) if touching.size else episode.n_steps))
+    episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes)
+    calibration_episodes = _record(scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
+                                   budget.calibration_episodes)
     models, missing = build_models(scene, nominal, InsertionBudget((), 0, 0), device,
                                    (ActionMode.POSE_DELTA, ActionMode.WRENCH))
     models = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
-    config = default_tracking_config()
     result: dict = {"models": {}, "missing": missing}
     all_series = {}
     for name, model in models.items():
+        calibration = calibrate_noise(model, [_as_model_input(model, ep, applied)
+                                              for ep, applied, _ in calibration_episodes])
+        config = tracking_config(calibration)
         summary, all_series[name] = _evaluate_model(model, episodes, config, seed)
-        result["models"][name] = {"configurations": summary}
+        result["models"][name] = {"configurations": summary, "calibration": {
+            "process_std": calibration.process_std.tolist(), "measurement_std": calibration.measurement_std.tolist(),
+            "n_samples": calibration.n_samples}}
     quoted = next(name for name in MODEL_PREFERENCE if name in models)
-    perturbed = result["models"][quoted]["configurations"][TrackingMode.PERTURBED_INIT.value]
+    configurations = result["models"][quoted]["configurations"]
+    perturbed = configurations[TrackingMode.PERTURBED_INIT.value]
     result.update({
         "quoted_model": quoted,
         "perturbed_final_pos_err_mm": perturbed["final_pos_err_mm"],
+        "perturbed_final_pos_err_mm_p90": perturbed["final_pos_err_mm_p90"],
+        "perturbed_final_pos_err_mm_max": perturbed["final_pos_err_mm_max"],
         "perturbed_converged_fraction": perturbed["converged_fraction"],
+        "final_pos_err_mm": {mode: scores["final_pos_err_mm"] for mode, scores in configurations.items()},
         "first_contact_step": episodes[0][2],
         "series": {name: {s["mode"]: {"pos_err_mm": (1e3 * s["result"].pos_err).round(4).tolist(),
                                       "rot_err_deg": np.degrees(s["result"].rot_err).round(4).tolist()}

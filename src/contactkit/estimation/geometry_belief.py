@@ -1,0 +1,258 @@
+"""Estimating uncertain geometry ``θ`` from F/T readings with the differentiable contact step (paper §V, §VI-C).
+
+* :func:`residual` — eqs 9–10: one-step predictions ``y_{t'+1} = f(x_{t'}, u_{t'}; θ)`` from the measured states and
+  the applied references of the last ``H`` steps, compared with the measured readings (a weighted squared error).
+* :func:`descend` — §V-A: gradient descent on ``r_t(θ)`` from the previous estimate (``iterations`` steps, each
+  scaled by a running maximum of the gradient's magnitude per parameter, so a step never exceeds ``step`` [m]).
+* :class:`Belief`, :func:`init_belief`, :func:`update_belief`, :func:`best_estimate` — §V-B, eq 11: ``N`` estimates with
+  their costs; every one descends, the cheapest one is acted on.
+* :class:`Particles`, :func:`pf_update` — the particle-filter baseline (§VI-C, eq 12): Gaussian random-walk
+  prediction, weights ``exp(-β c)``, low-variance (systematic) resampling.
+* :func:`triggered` — the trigger-based heuristic's test (§VI-C).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from contactkit.engine.diff.step import DiffScene, StepConfig, diff_step
+from contactkit.errors import InvalidInputError
+from contactkit.estimation.resampling import normalize_log_weights, systematic_resample
+
+HORIZON = 5
+"""History length ``H`` of the paper (§VI-A)."""
+
+INITIAL_COST = 1.0
+"""The arbitrary positive cost ``c_0`` of a fresh estimate (eq 11)."""
+
+FORCE_SCALE = 1.0
+"""Force error that costs 1 [N]."""
+
+TORQUE_SCALE = 0.02
+"""Torque error that costs 1 [N·m] (a force error of 1 N at 20 mm)."""
+
+SWITCH_MARGIN = 1e-2
+"""The estimate acted on changes only to one cheaper by this (a force error of 0.1 N) ..."""
+
+SWITCH_RATIO = 0.3
+"""... and by this fraction of the incumbent's cost: without contact in the window every estimate that predicts none
+costs 0, and the incumbent is kept rather than the first of the ties; nor does the choice flip between hypotheses
+that the readings hardly tell apart (costs within the model's own mismatch with the world)."""
+
+
+@dataclass(frozen=True)
+class History:
+    """The last ``H`` transitions: measured tool states, applied references and measured readings (numpy).
+
+    Attributes:
+        pos: ``(H, 3)`` [m]. quat: ``(H, 4)``. lin_vel: ``(H, 3)`` [m/s]. ang_vel: ``(H, 3)`` [rad/s] (world frame).
+        target_pos: ``(H, 3)`` [m] and target_quat: ``(H, 4)``: the reference poses ``u_{t'}``.
+        wrench: ``(H, 6)`` F/T readings ``y_{t'+1}`` measured after each step, sensor frame [N, N·m].
+    """
+
+    pos: np.ndarray
+    quat: np.ndarray
+    lin_vel: np.ndarray
+    ang_vel: np.ndarray
+    target_pos: np.ndarray
+    target_quat: np.ndarray
+    wrench: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = len(self.pos)
+        shapes = {"pos": 3, "quat": 4, "lin_vel": 3, "ang_vel": 3, "target_pos": 3, "target_quat": 4, "wrench": 6}
+        for name, width in shapes.items():
+            value = np.asarray(getattr(self, name), dtype=np.float64)
+            if value.shape != (n, width) or not np.all(np.isfinite(value)):
+                raise InvalidInputError(f"history.{name} must be a finite ({n}, {width}) array, got {value.shape}")
+            object.__setattr__(self, name, value)
+
+    @property
+    def length(self) -> int:
+        """Number of transitions."""
+        return len(self.pos)
+
+    def last(self, horizon: int) -> History:
+        """The last ``horizon`` transitions."""
+        return History(*(getattr(self, f.name)[-horizon:] for f in dataclasses.fields(self)))
+
+
+@dataclass(frozen=True)
+class WrenchModel:
+    """The differentiable model (eq 1) and the residual's weights.
+
+    Attributes:
+        scene: the tool, environment and controller. step: its settings (``dt`` = the control period).
+        force_scale: [N] and torque_scale: [N·m]: the errors that cost 1 (eq 10's distance ``r``).
+    """
+
+    scene: DiffScene
+    step: StepConfig = StepConfig()
+    force_scale: float = FORCE_SCALE
+    torque_scale: float = TORQUE_SCALE
+
+
+def _predict(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    n, h = thetas.shape[0], history.length
+    rows = {k: torch.as_tensor(getattr(history, k)).repeat(n, 1) for k in
+            ("pos", "quat", "lin_vel", "ang_vel", "target_pos", "target_quat")}
+    out = diff_step(model.scene, model.step, rows["pos"], rows["quat"], rows["lin_vel"], rows["ang_vel"],
+                    rows["target_pos"], rows["target_quat"], torch.repeat_interleave(thetas, h, dim=0))
+    return out.wrench.reshape(n, h, 6), bool(out.n_contacts.any())
+
+
+def predict_wrenches(model: WrenchModel, history: History, thetas: torch.Tensor) -> torch.Tensor:
+    """Eq 9: predicted readings ``(N, H, 6)`` [N, N·m] of ``N`` geometries ``thetas (N, P)`` over the history."""
+    return _predict(model, history, thetas)[0]
+
+
+def _residual(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    scale = torch.tensor([model.force_scale] * 3 + [model.torque_scale] * 3, dtype=torch.float64)
+    wrench, touching = _predict(model, history, thetas)
+    error = (wrench - torch.as_tensor(history.wrench)) / scale
+    return (error * error).sum(-1).mean(-1), touching
+
+
+def residual(model: WrenchModel, history: History, thetas: torch.Tensor) -> torch.Tensor:
+    """Eq 10: ``r_t(θ) = mean_t' Σ_k ((y_k - y_k^gt) / s_k)²`` ``(N,)`` for ``thetas (N, P)`` (≥ 0, 0 iff equal)."""
+    return _residual(model, history, thetas)[0]
+
+
+@dataclass(frozen=True)
+class DescentConfig:
+    """Gradient descent on ``r_t`` (§V-A).
+
+    Attributes:
+        iterations: gradient steps per time step.
+        step: largest change of a parameter per gradient step [θ units, m].
+        memory: decay per step of the running maximum of ``|∂r/∂θ_j|`` that scales the steps (AdaMax without momentum).
+        floor: gradient magnitude [1/θ unit] that earns a full step; smaller gradients (of a residual that hardly
+            depends on ``θ_j``) take proportionally smaller steps instead of being normalised up to full ones.
+    """
+
+    iterations: int = 3
+    step: float = 5e-4
+    memory: float = 0.9
+    floor: float = 200.0
+
+
+@dataclass(frozen=True)
+class Belief:
+    """Eq 11: ``N`` estimates ``thetas (N, P)`` with costs ``costs (N,)``, each one's gradient scale ``scale (N, P)``,
+    and the index ``chosen`` of the estimate acted on."""
+
+    thetas: np.ndarray
+    costs: np.ndarray
+    scale: np.ndarray
+    chosen: int = 0
+
+
+def init_belief(theta_init: np.ndarray, std: np.ndarray, n: int, rng: np.random.Generator) -> Belief:
+    """``bel_0``: the initial guess and ``n - 1`` draws ``θ_init + ε``, ``ε ~ N(0, diag(std²))``; costs ``c_0``."""
+    theta_init = np.asarray(theta_init, dtype=np.float64)
+    if n < 1:
+        raise InvalidInputError(f"a belief needs at least one estimate, got n={n}")
+    noise = rng.normal(0.0, 1.0, (n, theta_init.size)) * np.asarray(std, dtype=np.float64)
+    noise[0] = 0.0
+    return Belief(theta_init + noise, np.full(n, INITIAL_COST), np.zeros((n, theta_init.size)))
+
+
+def descend(model: WrenchModel, history: History, belief: Belief, config: DescentConfig = DescentConfig()) -> Belief:
+    """§V-A for every estimate of ``belief``: ``config.iterations`` scaled gradient steps on ``r_t``; new costs.
+
+    Each step is ``Δθ_j = -step · g_j / max(m_j, |g_j|, floor)`` with ``g = ∂r_t/∂θ`` (autograd through the step) and
+    ``m`` the decayed running maximum, so ``|Δθ_j| ≤ step``; the returned costs are ``r_t`` at the final estimates.
+    """
+    thetas, scale = belief.thetas.copy(), belief.scale.copy()
+    costs = None
+    for _ in range(config.iterations):
+        theta = torch.tensor(thetas, requires_grad=True)
+        cost, touching = _residual(model, history, theta)
+        if not touching:  # no feature pair within the margin anywhere: the predictions, hence r_t, are flat in θ
+            costs = cost.detach().numpy()
+            break
+        grad = torch.autograd.grad(cost.sum(), theta)[0].numpy()
+        scale = np.maximum(config.memory * scale, np.abs(grad))
+        thetas = thetas - config.step * grad / np.maximum(scale, config.floor)
+    if costs is None:
+        with torch.no_grad():
+            costs = residual(model, history, torch.tensor(thetas)).numpy()
+    best = int(np.argmin(costs))
+    incumbent = costs[belief.chosen]
+    chosen = best if costs[best] < incumbent - max(SWITCH_MARGIN, SWITCH_RATIO * incumbent) else belief.chosen
+    return Belief(thetas, costs, scale, chosen)
+
+
+def update_belief(model: WrenchModel, history: History, belief: Belief,
+                  config: DescentConfig = DescentConfig()) -> Belief:
+    """``bel_{t-1} → bel_t`` (§V-B): each estimate descends on the last ``H`` steps; no history changes nothing."""
+    return belief if history.length == 0 else descend(model, history, belief, config)
+
+
+def best_estimate(belief: Belief) -> np.ndarray:
+    """The estimate ``(P,)`` acted on (§V-B): the least costly, unless the incumbent is within the switch margins
+    (:data:`SWITCH_MARGIN`, :data:`SWITCH_RATIO`)."""
+    return belief.thetas[belief.chosen].copy()
+
+
+@dataclass(frozen=True)
+class ParticleFilterConfig:
+    """The particle-filter baseline (§VI-C).
+
+    Attributes:
+        n_particles: ``N`` (50 in the paper: as many rollouts per step as ``10`` estimates × gradient steps).
+        process_std: ``(P,)`` std of the random walk added in the prediction [θ units, m].
+        beta: ``β`` of the weights ``exp(-β c)`` (eq 12).
+    """
+
+    n_particles: int = 50
+    process_std: float | np.ndarray = 3e-4
+    beta: float = 2.0
+
+
+@dataclass(frozen=True)
+class Particles:
+    """Particles ``thetas (N, P)`` (equally weighted after resampling)."""
+
+    thetas: np.ndarray
+
+
+def init_particles(theta_init: np.ndarray, std: np.ndarray, config: ParticleFilterConfig,
+                   rng: np.random.Generator) -> Particles:
+    """``N`` particles ``θ_init + ε`` (the initial guess itself first), as :func:`init_belief`."""
+    return Particles(init_belief(theta_init, std, config.n_particles, rng).thetas)
+
+
+def pf_update(model: WrenchModel, history: History, particles: Particles, config: ParticleFilterConfig,
+              rng: np.random.Generator) -> tuple[Particles, np.ndarray, np.ndarray]:
+    """One particle-filter step: predict (random walk), weigh by ``exp(-β r_t(θ))``, estimate, resample.
+
+    Returns:
+        ``(particles after resampling, estimate (P,) = weighted mean before resampling, costs (N,))``. With an empty
+        history the particles only diffuse and the weights are uniform.
+    """
+    thetas = particles.thetas + rng.normal(0.0, 1.0, particles.thetas.shape) * np.asarray(config.process_std)
+    if history.length == 0:
+        costs = np.zeros(len(thetas))
+    else:
+        with torch.no_grad():
+            costs = residual(model, history, torch.tensor(thetas)).numpy()
+    log_w = normalize_log_weights(-config.beta * costs)
+    estimate = np.exp(log_w) @ thetas
+    return Particles(thetas[systematic_resample(log_w, rng)]), estimate, costs
+
+
+@dataclass(frozen=True)
+class TriggerConfig:
+    """The trigger heuristic (§VI-C): release once the measured contact force exceeds ``threshold`` [N]."""
+
+    threshold: float = 1.0
+
+
+def triggered(wrench: np.ndarray, config: TriggerConfig = TriggerConfig()) -> bool:
+    """Whether the force of a reading ``(6,)`` [N, N·m] exceeds the threshold."""
+    return bool(np.linalg.norm(np.asarray(wrench, dtype=np.float64)[:3]) > config.threshold)
