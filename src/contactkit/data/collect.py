@@ -26,7 +26,7 @@ from contactkit.state import BodyState, stack_states
 from contactkit.tasks.scenes import peg_in_hole, random_training_scene
 
 TASKS = ("peg-in-hole", "random-scene")
-BACKENDS = ("mujoco",)
+BACKENDS = ("mujoco", "engine")
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,14 @@ class CollectSpec:
 
 
 def make_world(backend: str, scene: Scene, params: WorldParams, rng: np.random.Generator):
-    """A simulator for ``scene``: ``"mujoco"`` → :class:`MujocoWorld`."""
+    """A simulator for ``scene``: ``"mujoco"`` → :class:`MujocoWorld`, ``"engine"`` → contactkit's own
+    :class:`~contactkit.engine.world.EngineWorld` (default engine settings)."""
     if backend == "mujoco":
         return MujocoWorld(scene, params, rng=rng)
+    if backend == "engine":
+        from contactkit.engine.world import EngineWorld  # imported here: the engine loads only when used
+
+        return EngineWorld(scene, params, rng=rng)
     raise InvalidInputError(f"unknown backend {backend!r}; valid: {list(BACKENDS)}")
 
 

@@ -1,0 +1,254 @@
+"""The engine world: a :class:`~contactkit.scene.Scene` stepped by contactkit's own rigid contact engine.
+
+It mirrors :class:`contactkit.mujoco.world.MujocoWorld` — ``reset``, ``set_state``, ``state``,
+``step(command, mode) -> StepResult`` with the same :class:`~contactkit.control.impedance.ActionMode`
+actions, the same impedance law (gains, limits, gravity compensation, damping from the nominal mass), the
+same F/T convention (contact wrench on the tool, sensor frame, torque about the sensor origin, mean over
+the control period, bias and noise of :class:`~contactkit.physics.WorldParams`) — so the dataset writer,
+policies and tasks take either. Physics: velocity-level rigid contact with the Signorini condition and
+Coulomb friction (paper 1 eqs 1–3; box friction of paper 4 eqs 5–8 on request), node contacts from the
+scene's convex pieces, warm-started matrix-free solvers, position projection. A control period is
+``ceil(control_dt / EngineParams.max_step)`` engine steps; each reads
+collide → build problem → solve → integrate → sense (:func:`contactkit.engine._kernels_step.advance`,
+numba: measured, the whole period costs less than one Python-level contact query).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contactkit.collision import CollisionWorld
+from contactkit.control.impedance import GRAVITY, ActionMode, damping_gains
+from contactkit.engine._kernels_contacts import contact_geometry, node_contacts, raw_capacity
+from contactkit.engine._kernels_step import (
+    INTEGRATOR_EULER,
+    INTEGRATOR_MIDPOINT,
+    SOLVER_BOX,
+    SOLVER_CONE,
+    STAT_NONFINITE,
+    BodyModel,
+    Buffers,
+    Control,
+    Settings,
+    advance,
+    body_state,
+    pose_delta_target,
+)
+from contactkit.engine.body import cross3
+from contactkit.engine.integrators import Integrator
+from contactkit.engine.params import EngineParams, SolverKind
+from contactkit.engine.problem import Contacts
+from contactkit.engine.sensing import add_sensor_errors
+from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.mujoco.world import StepResult
+from contactkit.physics import WorldParams
+from contactkit.rotations import quat_to_mat
+from contactkit.scene import Scene
+from contactkit.state import BodyState
+
+STATS = ("contacts", "raw_contacts", "sweeps", "max_sweeps", "unconverged_steps", "min_distance", "corrected_steps")
+"""Names of :attr:`EngineWorld.stats` (last control period): contacts of its last step, most contacts found
+before reduction, solver sweeps in all, most sweeps of one step, steps whose solve hit the iteration cap,
+smallest contact gap seen at the start of a step [m] (inf without contacts), steps that projected positions."""
+
+
+def _body_model(scene: Scene, params: WorldParams, reach: float) -> BodyModel:
+    """The tool's :class:`BodyModel`: scaled mass properties, armature, gravity, damping."""
+    tool = scene.tool
+    inertia = tool.inertia * params.mass_scale
+    with_armature = inertia + params.wrist_armature * np.eye(3)
+    return BodyModel(
+        mass=float(tool.mass * params.mass_scale),
+        inertia=with_armature,
+        inertia_inv=np.linalg.inv(with_armature),
+        gyro_inertia=inertia,
+        com_local=tool.com.copy(),
+        sensor_pos=tool.sensor_pos.copy(),
+        sensor_rot=quat_to_mat(tool.sensor_quat),
+        gravity=np.array([0.0, 0.0, -GRAVITY if params.gravity else 0.0]),
+        linear_damping=float(params.linear_damping),
+        angular_damping=float(params.angular_damping),
+        reach=float(reach),
+    )
+
+
+def _settings(engine: EngineParams, params: WorldParams) -> Settings:
+    n, h = engine.steps_per_control(params.control_dt, params.timestep)
+    return Settings(
+        n_steps=int(n), h=float(h),
+        solver=SOLVER_BOX if engine.solver is SolverKind.BOX_PGS else SOLVER_CONE,
+        integrator=INTEGRATOR_EULER if engine.integrator is Integrator.SEMI_IMPLICIT_EULER else INTEGRATOR_MIDPOINT,
+        max_iterations=int(engine.max_iterations), tolerance=float(engine.tolerance),
+        relaxation=float(engine.relaxation), margin=float(engine.contact_margin),
+        speculative_factor=float(engine.speculative_factor), max_margin=float(engine.max_margin),
+        max_contacts=int(engine.max_contacts), cos_cluster=float(math.cos(engine.cluster_angle)),
+        per_cluster=int(engine.points_per_cluster), correction_fraction=float(engine.correction_fraction),
+        correction_slop=float(engine.correction_slop), correction_iterations=int(engine.correction_iterations),
+        friction_scale=float(params.friction_scale), warm_start=bool(engine.warm_start),
+    )
+
+
+def _buffers(geometry, max_contacts: int) -> Buffers:
+    k = max_contacts
+    return Buffers(
+        cache_tool=np.full((len(geometry.tool_verts), len(geometry.env_start) - 1), -1, np.int64),
+        cache_env=np.full((len(geometry.env_verts), len(geometry.tool_start) - 1), -1, np.int64),
+        raw=np.zeros((raw_capacity(geometry), 9)), contacts=np.zeros((k, 9)), impulses=np.zeros((k, 3)),
+        frames=np.zeros((k, 3, 3)), jac=np.zeros((k, 3, 6)), m_inv_jt=np.zeros((k, 3, 6)),
+        blocks=np.zeros((k, 3, 3)), bias=np.zeros(k), mu=np.zeros(k), prev_keys=np.zeros(k),
+        prev_impulses=np.zeros((k, 3)), counts=np.zeros(2, np.int64), stats=np.zeros(len(STATS) + 1),
+    )
+
+
+class EngineWorld:
+    """The contactkit engine simulating ``scene`` under ``params`` (module docstring).
+
+    Args:
+        scene: the static description.
+        params: shared physics parameters (control period, friction and mass scale, gravity, damping,
+            armature, F/T noise and bias); MuJoCo-only fields are ignored.
+        rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
+        engine: engine-only settings (:class:`~contactkit.engine.params.EngineParams`).
+    """
+
+    def __init__(self, scene: Scene, params: WorldParams | None = None, rng: np.random.Generator | None = None,
+                 engine: EngineParams | None = None):
+        if not isinstance(scene, Scene):
+            raise InvalidInputError(f"EngineWorld needs a Scene, got {type(scene).__name__}")
+        self.scene = scene
+        self.params = params or WorldParams()
+        self.engine = engine or EngineParams()
+        self.rng = rng
+        if any(self.params.ft_noise_std) and rng is None:
+            raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
+        self.geometry = contact_geometry(CollisionWorld(scene), self.engine.max_margin)
+        self.settings = _settings(self.engine, self.params)
+        self.n_steps, self.step_dt = self.settings.n_steps, self.settings.h
+        tool = scene.tool
+        reach = float(np.linalg.norm(self.geometry.tool_verts - tool.com, axis=1).max())
+        self.body = _body_model(scene, self.params, reach)
+        c = scene.controller
+        d_pos, d_rot = damping_gains(c, tool.mass, np.linalg.eigvalsh(tool.inertia))
+        self._template = Control(
+            pose_mode=False, target_pos=np.zeros(3), target_quat=np.array([1.0, 0.0, 0.0, 0.0]),
+            stiffness_pos=np.asarray(c.stiffness_pos, dtype=np.float64),
+            stiffness_rot=np.asarray(c.stiffness_rot, dtype=np.float64),
+            damping_pos=np.asarray(d_pos, dtype=np.float64), damping_rot=np.asarray(d_rot, dtype=np.float64),
+            max_force=float(c.max_force), max_torque=float(c.max_torque),
+            weight=float(tool.mass * GRAVITY) if (c.gravity_compensation and self.params.gravity) else 0.0,
+            command=np.zeros(6),
+        )
+        self._buffers = _buffers(self.geometry, self.engine.max_contacts)
+        self._state = np.zeros(13)
+        self._reading, self._applied = np.zeros(6), np.zeros(6)
+        self.reset()
+
+    # ---- state ------------------------------------------------------------------------------------
+    def reset(self, state: BodyState | None = None) -> BodyState:
+        """Reset to ``state`` (default: the scene's initial pose at rest) and return it."""
+        tool = self.scene.tool
+        self.set_state(state if state is not None else BodyState.at_rest(tool.init_pos, tool.init_quat))
+        return self.state()
+
+    def set_state(self, state: BodyState) -> None:
+        """Place the tool at an unbatched ``state`` (world frame); the solver's warm start is cleared.
+
+        Raises:
+            InvalidInputError: NaN/Inf, a non-unit quaternion, a batch, or a pose that penetrates the
+                environment deeper than ``EngineParams.max_initial_penetration`` (shallower penetration is
+                projected out by the next step, without adding velocity).
+        """
+        state.validated("EngineWorld.set_state")
+        if state.batch_shape != ():
+            raise InvalidInputError(f"EngineWorld holds one tool; got batch shape {state.batch_shape}")
+        quat = np.asarray(state.quat, dtype=np.float64) / np.linalg.norm(state.quat)
+        rot = quat_to_mat(quat)
+        depth = -self._min_distance(rot, np.asarray(state.pos, dtype=np.float64))
+        if depth > self.engine.max_initial_penetration:
+            raise InvalidInputError(
+                f"the tool starts {depth:.6g} m deep in the environment (more than "
+                f"max_initial_penetration = {self.engine.max_initial_penetration:g} m): move it out first"
+            )
+        com_offset = rot @ self.scene.tool.com
+        omega = np.asarray(state.ang_vel, dtype=np.float64)
+        self._state[0:3] = np.asarray(state.pos, dtype=np.float64) + com_offset
+        self._state[3:7] = quat
+        self._state[7:10] = np.asarray(state.lin_vel, dtype=np.float64) + cross3(omega, com_offset)
+        self._state[10:13] = rot.T @ omega
+        self._buffers.counts[:] = 0
+
+    def _min_distance(self, rot: np.ndarray, pos: np.ndarray) -> float:
+        """Smallest node-contact gap [m] of the tool at a pose (``inf`` when nothing touches)."""
+        b = self._buffers
+        com = pos + rot @ self.scene.tool.com
+        k = node_contacts(self.geometry, rot, pos, np.zeros((2, 6)), com, 0.0, 0.0, 0.0, b.cache_tool, b.cache_env,
+                          b.raw)
+        return float(b.raw[:k, 0].min()) if k else math.inf
+
+    def state(self) -> BodyState:
+        """Current tool state (world frame; the origin's velocity and the world angular velocity)."""
+        return BodyState(*body_state(self._state, self.body.com_local))
+
+    # ---- stepping ---------------------------------------------------------------------------------
+    def _control(self, command: np.ndarray, mode: ActionMode) -> Control:
+        """The kernel's :class:`Control` of one period: the impedance target of a pose delta (the rule of
+        :func:`contactkit.control.impedance.pose_target`), or the commanded wrench."""
+        c = self.scene.controller
+        if mode is ActionMode.POSE_DELTA:
+            target_pos, target_quat = pose_delta_target(self._state, self.body.com_local, command,
+                                                        float(c.max_pos_step), float(c.max_rot_step))
+            return self._template._replace(pose_mode=True, target_pos=target_pos, target_quat=target_quat)
+        return self._template._replace(pose_mode=False, command=command)
+
+    def step(self, command, mode: ActionMode) -> StepResult:
+        """Advance one control step (``control_dt = timestep · n_substeps`` of simulated time).
+
+        Args:
+            command: ``(6,)`` action: a world wrench about the tool origin (``WRENCH``, added to the gravity
+                compensation) or a pose-target displacement (``POSE_DELTA``, see
+                :func:`contactkit.control.impedance.pose_target`).
+            mode: how to read ``command``.
+
+        Returns:
+            :class:`~contactkit.mujoco.world.StepResult`: new state, mean F/T reading (sensor frame),
+            mean applied wrench (world, about the tool origin).
+
+        Raises:
+            InvalidInputError: a command that is not 6 finite numbers, or an unknown mode.
+            ContactkitError: the step produced a non-finite state (the state is left unchanged).
+        """
+        command = np.asarray(command, dtype=np.float64)
+        if command.shape != (6,) or not np.all(np.isfinite(command)):
+            raise InvalidInputError(f"action must be 6 finite numbers, got {command!r}")
+        try:
+            mode = ActionMode(mode)
+        except ValueError:
+            raise InvalidInputError(f"unknown action mode {mode!r}; valid: {[m.value for m in ActionMode]}") from None
+        control = self._control(command, mode)
+        before = self._state.copy()
+        advance(self.geometry, self.body, control, self.settings, self._buffers, self._state, self._reading,
+                self._applied)
+        if self._buffers.stats[STAT_NONFINITE]:
+            self._state[:] = before
+            self._buffers.counts[:] = 0
+            raise ContactkitError("the engine step produced a non-finite state; the state was left unchanged")
+        reading = add_sensor_errors(self._reading, self.params.ft_bias, self.params.ft_noise_std, self.rng)
+        return StepResult(self.state(), reading, self._applied.copy())
+
+    # ---- inspection -------------------------------------------------------------------------------
+    @property
+    def stats(self) -> dict[str, float]:
+        """Solver and contact statistics of the last control period (see :data:`STATS`)."""
+        return {name: float(self._buffers.stats[i]) for i, name in enumerate(STATS)}
+
+    def contacts(self) -> tuple[Contacts, np.ndarray]:
+        """The last engine step's contacts (engine form, at the start of that step) and their impulses
+        ``(K, 3)`` [N·s] in the contact frames ``[n; t1; t2]`` of :func:`contactkit.engine.problem.contact_frames`."""
+        b = self._buffers
+        k = int(b.counts[1])
+        rows = b.contacts[:k]
+        contacts = Contacts(rows[:, 4:7].copy(), rows[:, 1:4].copy(), rows[:, 0].copy(),
+                            rows[:, 7] * self.params.friction_scale)
+        return contacts, b.impulses[:k].copy()

@@ -1,0 +1,268 @@
+"""Benchmark ``tight-insertion``: a 50 mm round peg into holes of 1, 0.3 and 0.065 mm radial clearance
+(paper 1's peg-in-hole: 0.065 mm), under the same impedance controller, in the engine and in MuJoCo with its
+default settings and with its best tuning (dt 0.25 ms, solref "0.0005 1"), in the same run.
+
+Load cases (all start with the tip 1 mm inside the hole, centred; the position target then descends at
+``DESCENT_SPEED`` to ``PRESS`` below the floor and holds for ``HOLD_S``):
+
+* ``aligned`` — peg and target on the hole axis, upright;
+* ``tilted-start`` — the peg starts tilted ``TILT`` about y, the wrist pulls it upright;
+* ``held-tilt`` — the wrist holds the tilt, so the hole must straighten the peg;
+* ``offset`` — the position target is ``OFFSET`` off the axis, so the peg presses on one wall all the way.
+
+Penetration is measured independently of every simulator's contact query, from the geometry
+(:class:`HoleGauge`): points densely sampled on the peg's edges against the hole's faces and floor, and
+points sampled on the hole's rim against the peg's faces. Speed is CPU time (``time.process_time``) of
+the simulator's ``step`` per 10 ms control step, on one core.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+
+import numpy as np
+
+from contactkit.control.impedance import ActionMode
+from contactkit.engine.params import EngineParams
+from contactkit.engine.world import EngineWorld
+from contactkit.geometry import face_normals
+from contactkit.mujoco.world import MujocoWorld
+from contactkit.physics import WorldParams
+from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec, rotvec_to_quat
+from contactkit.state import BodyState
+from contactkit.tasks.scenes import peg_in_hole
+
+PEG_RADIUS = 0.025
+"""Apothem of the peg's polygon [m] (a 50 mm peg)."""
+PEG_LENGTH = 0.06
+HOLE_DEPTH = 0.025
+SEGMENTS = 128
+"""Sides of the peg and hole polygons: the polygon's sagitta, 7.5 µm, is below the smallest clearance."""
+CLEARANCES = (1e-3, 3e-4, 6.5e-5)
+"""Radial clearances [m] of the full run; ``--quick`` runs the last only."""
+TILT = math.radians(0.5)
+OFFSET = 1e-3
+START_DEPTH = 1e-3
+"""The tip starts this far inside the hole [m]."""
+DESCENT_SPEED = 0.02
+"""Speed of the position target [m/s]."""
+PRESS = 5e-3
+"""The target ends this far below the hole floor [m] (pressing with ``K·PRESS``)."""
+HOLD_S = 0.5
+"""Seconds held at the end; the F/T fz standard deviation is taken over them."""
+INSERTED_TOL = 5e-4
+"""A peg whose tip ends within this of the floor [m] is inserted."""
+CONTROL_DT = 0.01
+EDGE_SAMPLES = 8
+"""Points sampled per polygon edge of the peg and of the hole rim (besides the corners)."""
+AXIAL_PITCH = 5e-4
+"""Spacing [m] of the points sampled along the peg's side edges."""
+
+BACKENDS = {
+    "engine": WorldParams(timestep=0.002, n_substeps=5),
+    "mujoco-default": WorldParams(timestep=0.002, n_substeps=5),
+    "mujoco-best": WorldParams(timestep=0.00025, n_substeps=40, solref=(0.0005, 1.0)),
+}
+"""World parameters of each backend (all 10 ms control steps); the engine picks its own steps within."""
+
+
+class LoadCase(enum.Enum):
+    """How the wrist loads the peg (module docstring)."""
+
+    ALIGNED = "aligned"
+    TILTED_START = "tilted-start"
+    HELD_TILT = "held-tilt"
+    OFFSET = "offset"
+
+
+def insertion_scene(clearance: float):
+    """The 50 mm round peg above its hole with radial ``clearance`` [m] (default gains and friction)."""
+    return peg_in_hole("circle", clearance, size=PEG_RADIUS, length=PEG_LENGTH, depth=HOLE_DEPTH,
+                       circle_segments=SEGMENTS)
+
+
+def geometric_clearance(scene, yaw_samples: int = 65) -> tuple[float, float]:
+    """Radial clearance of the polygons, checked numerically: ``(aligned, worst over yaw)`` [m].
+
+    The smallest gap between the peg polygon's corners and the hole polygon's faces, with the peg as built
+    and turned about its axis over one polygon period (a fine polygon's corners stick out by its sagitta;
+    an odd ``yaw_samples`` includes the half period, where a corner faces a face's middle).
+    """
+    meta, tool = scene.statics[1].part.meta, scene.tool.part
+    corners = tool.vertices[np.isclose(tool.vertices[:, 2], 0.0)][:, :2]
+    corners = corners[np.linalg.norm(corners, axis=1) > 0.5 * PEG_RADIUS]
+    normals = face_normals(meta["n_sides"])
+    gaps = []
+    for yaw in np.linspace(0.0, 2.0 * np.pi / meta["n_sides"], yaw_samples):
+        c, s = np.cos(yaw), np.sin(yaw)
+        turned = corners @ np.array([[c, s], [-s, c]])
+        gaps.append(meta["hole_apothem"] - float((turned @ normals.T).max()))
+    return gaps[0], min(gaps)
+
+
+def _polygon_support(xy: np.ndarray, n: int) -> np.ndarray:
+    """``max_k n_k·p`` ``(P,)`` over the face normals ``n_k`` at angles ``2πk/n`` of a regular polygon: the
+    nearest normal's, ``|p| cos δ`` with ``δ`` the angle from ``p`` to it."""
+    angle = np.arctan2(xy[:, 1], xy[:, 0])
+    step = 2.0 * np.pi / n
+    delta = angle - step * np.round(angle / step)
+    return np.hypot(xy[:, 0], xy[:, 1]) * np.cos(delta)
+
+
+class HoleGauge:
+    """Penetration of the peg into the hole's walls and floor, from the geometry alone (module docstring).
+
+    Peg points: the tip polygon with ``EDGE_SAMPLES`` points per edge, and the side edges every
+    ``AXIAL_PITCH``. Rim points: the hole's top polygon with ``EDGE_SAMPLES`` points per edge. The depth of a
+    peg point in the wall is how far it lies outside the hole polygon (between floor and top), in the floor how
+    far below the floor; a rim point's depth is its distance to the peg's surface when inside the peg.
+    """
+
+    def __init__(self, scene):
+        meta = scene.statics[1].part.meta
+        self.n = int(meta["n_sides"])
+        self.apothem = float(meta["hole_apothem"])
+        self.floor = float(scene.target_pos[2])
+        self.top = float(scene.meta["slot_top_z"])
+        between = np.linspace(0.0, 1.0, EDGE_SAMPLES + 2)[:-1]
+        peg_corners = _corners(PEG_RADIUS, self.n)
+        tip = _edge_points(peg_corners, between)
+        heights = np.linspace(0.0, PEG_LENGTH, int(round(PEG_LENGTH / AXIAL_PITCH)) + 1)
+        sides = np.concatenate([np.column_stack([peg_corners, np.full(self.n, z)]) for z in heights])
+        self.peg_points = np.concatenate([np.column_stack([tip, np.zeros(len(tip))]), sides])
+        rim = _edge_points(_corners(self.apothem, self.n), between)
+        self.rim = np.column_stack([rim, np.full(len(rim), self.top)])
+
+    def penetration(self, pos: np.ndarray, quat: np.ndarray) -> tuple[float, float]:
+        """``(wall, floor)`` penetration depth [m] (0 when clear) of the peg at the pose ``pos, quat``."""
+        rot = quat_to_mat(quat)
+        pts = self.peg_points @ rot.T + pos
+        radial = _polygon_support(pts[:, :2], self.n) - self.apothem
+        inside_height = (pts[:, 2] > self.floor) & (pts[:, 2] < self.top)
+        wall = float(np.max(np.where(inside_height, radial, 0.0), initial=0.0))
+        floor = float(np.max(self.floor - pts[:, 2], initial=0.0))
+        local = (self.rim - pos) @ rot
+        side = _polygon_support(local[:, :2], self.n) - PEG_RADIUS
+        depth = np.minimum(-side, np.minimum(local[:, 2], PEG_LENGTH - local[:, 2]))
+        rim = float(np.max(np.where(depth > 0.0, depth, 0.0), initial=0.0))
+        return max(wall, rim), floor
+
+
+def _corners(apothem: float, n: int) -> np.ndarray:
+    """``(n, 2)`` corners of the regular ``n``-gon of this apothem (the orientation of ``geometry.polygon``)."""
+    angle = (2.0 * np.arange(n) + 1.0) * np.pi / n
+    return apothem / np.cos(np.pi / n) * np.stack([np.cos(angle), np.sin(angle)], axis=1)
+
+
+def _edge_points(corners: np.ndarray, between: np.ndarray) -> np.ndarray:
+    """Points at fractions ``between`` along each edge of a closed polygon ``corners (n, 2)``."""
+    nxt = np.roll(corners, -1, axis=0)
+    points = corners[:, None, :] * (1.0 - between[None, :, None]) + nxt[:, None, :] * between[None, :, None]
+    return points.reshape(-1, 2)
+
+
+def _targets(case: LoadCase, scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start pose ``(pos, quat)`` and the target orientation of a load case."""
+    top = scene.meta["slot_top_z"]
+    start = np.array([0.0, 0.0, top - START_DEPTH])
+    tilted = rotvec_to_quat(np.array([0.0, TILT, 0.0]))
+    upright = np.array([1.0, 0.0, 0.0, 0.0])
+    quat = tilted if case in (LoadCase.TILTED_START, LoadCase.HELD_TILT) else upright
+    return start, quat, tilted if case is LoadCase.HELD_TILT else upright
+
+
+def run_case(backend: str, clearance: float, case: LoadCase, hold_s: float = HOLD_S,
+             engine: EngineParams | None = None) -> dict:
+    """One insertion: the per-case record of the benchmark (keys of the module's JSON); ``engine`` overrides
+    the engine's settings (default :class:`~contactkit.engine.params.EngineParams`)."""
+    scene = insertion_scene(clearance)
+    params = BACKENDS[backend]
+    world = EngineWorld(scene, params, engine=engine) if backend == "engine" else MujocoWorld(scene, params)
+    gauge = HoleGauge(scene)
+    start, quat, target_quat = _targets(case, scene)
+    state = world.reset(BodyState.at_rest(start, quat))
+    bottom = scene.target_pos[2]
+    offset = np.array([OFFSET if case is LoadCase.OFFSET else 0.0, 0.0, 0.0])
+    descent = int(math.ceil((start[2] - bottom + PRESS) / (DESCENT_SPEED * CONTROL_DT)))
+    hold = int(round(hold_s / CONTROL_DT))
+    wall = floor = 0.0
+    cpu, fz = 0.0, []
+    for k in range(descent + hold):
+        z = max(start[2] - DESCENT_SPEED * CONTROL_DT * (k + 1), bottom - PRESS)
+        target = np.array([0.0, 0.0, z]) + offset
+        turn = quat_to_rotvec(quat_mul(target_quat, quat_conj(state.quat)))
+        command = np.concatenate([target - state.pos, turn])
+        began = time.process_time()
+        result = world.step(command, ActionMode.POSE_DELTA)
+        cpu += time.process_time() - began
+        state = result.state
+        w, f = gauge.penetration(np.asarray(state.pos), np.asarray(state.quat))
+        wall, floor = max(wall, w), max(floor, f)
+        if k >= descent:
+            fz.append(result.wrench[2])
+    depth = float(scene.meta["slot_top_z"] - state.pos[2])
+    return {
+        "backend": backend,
+        "clearance_m": clearance,
+        "load_case": case.value,
+        "inserted": bool(state.pos[2] - bottom <= INSERTED_TOL),
+        "final_depth_m": depth,
+        "max_wall_penetration_m": wall,
+        "max_floor_penetration_m": floor,
+        "fz_std_hold_N": float(np.std(fz)) if fz else float("nan"),
+        "ms_per_control_step": 1e3 * cpu / (descent + hold),
+    }
+
+
+def _warm_up() -> None:
+    """Load the engine's compiled kernels before any timing (a one-off cost per process)."""
+    run_case("engine", CLEARANCES[-1], LoadCase.ALIGNED, hold_s=0.0)
+
+
+def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
+    """Every backend × clearance × load case (``quick``: the 0.065 mm clearance only).
+
+    ``seed`` is recorded only (the benchmark draws no random numbers); ``device`` must be ``"cpu"`` (both
+    simulators run on one CPU core).
+    """
+    if device != "cpu":
+        raise ValueError(f"tight-insertion runs on the CPU only, got device {device!r}")
+    _warm_up()
+    clearances = CLEARANCES[-1:] if quick else CLEARANCES
+    cases = [run_case(b, c, case) for c in clearances for case in LoadCase for b in BACKENDS]
+    mean = {b: float(np.mean([r["ms_per_control_step"] for r in cases if r["backend"] == b])) for b in BACKENDS}
+    aligned, worst = geometric_clearance(insertion_scene(clearances[-1]))
+    return {
+        "config": {
+            "peg_diameter_m": 2 * PEG_RADIUS, "peg_length_m": PEG_LENGTH, "hole_depth_m": HOLE_DEPTH,
+            "polygon_sides": SEGMENTS, "clearances_m": list(clearances), "tilt_rad": TILT, "offset_m": OFFSET,
+            "descent_speed_m_s": DESCENT_SPEED, "press_m": PRESS, "hold_s": HOLD_S, "control_dt_s": CONTROL_DT,
+            "backends": {b: p.to_dict() for b, p in BACKENDS.items()}, "seed": seed,
+            "smallest_clearance_checked_m": aligned, "smallest_clearance_any_yaw_m": worst,
+        },
+        "cases": cases,
+        "ms_per_control_step_mean": mean,
+        "speed_ratio_engine_vs_mujoco_best": mean["mujoco-best"] / mean["engine"],
+    }
+
+
+def markdown(result: dict) -> str:
+    """A markdown table of ``result["cases"]`` (one row per backend, clearance and load case)."""
+    lines = [
+        "| clearance [mm] | load case | backend | inserted | final depth [mm] | wall pen. [µm] | floor pen. [µm] "
+        "| fz std hold [N] | ms / control step |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["cases"]:
+        lines.append(
+            f"| {r['clearance_m'] * 1e3:g} | {r['load_case']} | {r['backend']} | {'yes' if r['inserted'] else 'no'} "
+            f"| {r['final_depth_m'] * 1e3:.2f} | {r['max_wall_penetration_m'] * 1e6:.1f} "
+            f"| {r['max_floor_penetration_m'] * 1e6:.1f} | {r['fz_std_hold_N']:.3g} | {r['ms_per_control_step']:.3g} |"
+        )
+    ratio = result.get("speed_ratio_engine_vs_mujoco_best")
+    if ratio is not None:
+        lines += ["", f"Speed ratio engine vs MuJoCo best (mean ms per control step of MuJoCo best ÷ engine's): "
+                      f"{ratio:.3g}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""Benchmark tight-insertion: its geometry checks, its penetration gauge, and a tiny smoke run of ``run``."""
+
+import math
+
+import numpy as np
+import pytest
+
+from contactkit.eval import bench_tight_insertion as bench
+
+CASE_KEYS = {"backend", "clearance_m", "load_case", "inserted", "final_depth_m", "max_wall_penetration_m",
+             "max_floor_penetration_m", "fz_std_hold_N", "ms_per_control_step"}
+
+
+def test_geometric_clearance_is_checked_numerically():
+    aligned, worst = bench.geometric_clearance(bench.insertion_scene(6.5e-5))
+    sagitta = bench.PEG_RADIUS * (1.0 / math.cos(math.pi / bench.SEGMENTS) - 1.0)
+    assert aligned == pytest.approx(6.5e-5, abs=1e-12)
+    assert worst == pytest.approx(6.5e-5 - sagitta, abs=1e-9)  # a corner turned onto a face's middle
+    assert worst > 0.5 * 6.5e-5  # the fine polygon keeps most of the clearance at any yaw
+
+
+@pytest.mark.parametrize(
+    "offset, rotvec, wall, floor",
+    [
+        ([0.0, 0.0, 0.01], [0.0, 0.0, 0.0], 0.0, 0.0),  # centred, 10 mm up: clear
+        ([7e-5, 0.0, 0.01], [0.0, 0.0, 0.0], 5e-6, 0.0),  # 5 µm into the +x wall
+        ([0.0, 0.0, -3e-6], [0.0, 0.0, 0.0], 0.0, 3e-6),  # 3 µm into the floor
+    ],
+)
+def test_gauge_measures_known_penetrations(offset, rotvec, wall, floor):
+    scene = bench.insertion_scene(6.5e-5)
+    gauge = bench.HoleGauge(scene)
+    from contactkit.rotations import rotvec_to_quat
+
+    got = gauge.penetration(scene.target_pos + np.array(offset), rotvec_to_quat(np.array(rotvec)))
+    assert got == pytest.approx((wall, floor), abs=1e-9)
+
+
+def test_gauge_sees_a_tilted_peg_cross_the_rim():
+    """Tilted about y with the tip centred 5 mm down, the peg's side reaches beyond the hole at the rim."""
+    scene = bench.insertion_scene(6.5e-5)
+    from contactkit.rotations import rotvec_to_quat
+
+    theta = 0.03
+    wall, _ = bench.HoleGauge(scene).penetration(scene.target_pos + [0.0, 0.0, bench.HOLE_DEPTH - 5e-3],
+                                                 rotvec_to_quat(np.array([0.0, theta, 0.0])))
+    # at the rim, 5 mm up the peg's side, its +x face sits 5 mm·tan θ + r (1/cos θ - 1) out: minus the clearance
+    expected = 5e-3 * math.tan(theta) + bench.PEG_RADIUS * (1.0 / math.cos(theta) - 1.0) - 6.5e-5
+    assert wall == pytest.approx(expected, rel=0.02)
+
+
+def test_tiny_run_reports_every_case_and_the_markdown_table(monkeypatch):
+    monkeypatch.setattr(bench, "HOLE_DEPTH", 0.004)
+    monkeypatch.setattr(bench, "DESCENT_SPEED", 0.05)
+    monkeypatch.setattr(bench, "HOLD_S", 0.03)
+    result = bench.run(quick=True, seed=0, device="cpu")
+    assert len(result["cases"]) == len(bench.BACKENDS) * len(bench.LoadCase)
+    for case in result["cases"]:
+        assert set(case) == CASE_KEYS and case["clearance_m"] == bench.CLEARANCES[-1]
+        assert np.isfinite(case["ms_per_control_step"]) and case["ms_per_control_step"] > 0.0
+    engine = [c for c in result["cases"] if c["backend"] == "engine"]
+    assert all(c["inserted"] and c["max_wall_penetration_m"] < 1e-5 for c in engine)
+    assert result["speed_ratio_engine_vs_mujoco_best"] > 0.0
+    table = bench.markdown(result)
+    assert table.count("\n| ") == len(result["cases"]) and "held-tilt" in table and "mujoco-best" in table
+
+
+def test_only_the_cpu_is_supported():
+    with pytest.raises(ValueError, match="CPU"):
+        bench.run(quick=True, device="cuda")
