@@ -1,0 +1,326 @@
+"""Experiment ``placement``: stable placement under geometric uncertainty (differentiable-contact paper §VI, Figs. 4–7).
+
+For each task (:mod:`contactkit.tasks.placement`) and each hidden geometry ``θ_gt`` of its test cases, the MuJoCo
+world built at ``θ_gt`` is the "real" one; a method only sees the tool state, its own references and the F/T
+readings. Methods (§VI-C): ``ours`` — a belief of 10 estimates refined by gradient descent through the
+differentiable contact step, acting on the cheapest (§V-B); ``particle-filter`` — 50 particles weighted by
+``exp(-β c)`` with low-variance resampling, acting on the weighted mean; ``heuristic`` — descend until the contact
+force exceeds a threshold. ``ours`` and ``particle-filter`` act through the same interpolating policy; all start
+from ``θ_init = 0`` above the nominal goal, run ``T = 50`` steps of 50 ms and release. The error at release is the
+bottom face's tilt [deg] for ``shape`` and the distance to the goal [mm] otherwise (§VI-D).
+
+Output: ``tasks.TASK.METHOD.{mean, ci95, errors}`` (``ci95``: Student-t 95 % interval of the mean over the cases),
+``tasks.TASK.unit``, ``gradcheck_max_rel_err`` (central differences of the step for every task's kind of ``θ``, in
+sticking, sliding and impacting contact) and, with ``plots``, ``fig4_release_error.png`` and one estimate-trace
+figure per task (Figs. 5–7).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy import stats
+
+from contactkit.control.impedance import ActionMode
+from contactkit.engine.diff.gradcheck import Configuration, check_step
+from contactkit.engine.diff.step import StepConfig
+from contactkit.estimation.geometry_belief import (
+    HORIZON,
+    DescentConfig,
+    History,
+    ParticleFilterConfig,
+    TriggerConfig,
+    WrenchModel,
+    best_estimate,
+    init_belief,
+    init_particles,
+    pf_update,
+    triggered,
+    update_belief,
+)
+from contactkit.mujoco.world import MujocoWorld
+from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
+from contactkit.tasks.placement import (
+    WORLD,
+    PlacementTask,
+    PolicyConfig,
+    TaskName,
+    descend,
+    diff_scene,
+    goal_pose,
+    make_task,
+    policy,
+    release_error,
+    sample_cases,
+    task_scene,
+)
+
+
+class Method(str, enum.Enum):
+    """The compared methods (§VI-C)."""
+
+    OURS = "ours"
+    PARTICLE_FILTER = "particle-filter"
+    HEURISTIC = "heuristic"
+
+
+@dataclass(frozen=True)
+class PlacementConfig:
+    """Budget and settings of the experiment.
+
+    Attributes:
+        tasks: task names. n_cases: test cases per task. steps: ``T``. horizon: ``H``. n_estimates: ``N`` of ours.
+        workers: processes that run episodes in parallel (1: in this process); results do not depend on it.
+        descent, pf, trigger, policy, step: the methods' and the model's settings.
+    """
+
+    tasks: tuple[str, ...] = tuple(t.value for t in TaskName)
+    n_cases: int = 10
+    steps: int = 50
+    horizon: int = HORIZON
+    n_estimates: int = 10
+    workers: int = 2
+    descent: DescentConfig = DescentConfig()
+    pf: ParticleFilterConfig = ParticleFilterConfig()
+    trigger: TriggerConfig = TriggerConfig()
+    policy: PolicyConfig = PolicyConfig()
+    step: StepConfig = field(default_factory=StepConfig)
+
+
+FULL = PlacementConfig()
+QUICK = PlacementConfig(n_cases=1, steps=30)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One closed-loop placement.
+
+    Attributes:
+        error: release error [deg or mm]. estimates: ``(T, P)`` the estimate acted on at each step.
+        particles: ``(T, N, P)`` the belief's estimates or the filter's particles (empty for the heuristic).
+        wrench: ``(T, 6)`` the readings. theta_gt: ``(P,)``.
+    """
+
+    error: float
+    estimates: np.ndarray
+    particles: np.ndarray
+    wrench: np.ndarray
+    theta_gt: np.ndarray
+
+
+def _history(records: list[tuple], horizon: int) -> History:
+    rows = records[-horizon:]
+    cols = list(zip(*rows, strict=True)) if rows else [[]] * 7
+    widths = (3, 4, 3, 3, 3, 4, 6)
+    return History(*(np.asarray(c, dtype=np.float64).reshape(-1, w) for c, w in zip(cols, widths, strict=True)))
+
+
+def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, config: PlacementConfig,
+                rng: np.random.Generator) -> Episode:
+    """Place the object in the MuJoCo world holding ``θ_gt`` with ``method``; see the module docstring."""
+    world = MujocoWorld(task_scene(task, theta_gt), WORLD)
+    state = world.reset()
+    ref_pos, ref_quat = state.pos.copy(), state.quat.copy()
+    model = WrenchModel(diff_scene(task, WORLD), config.step)
+    theta_init = np.zeros(task.n_params)
+    belief = init_belief(theta_init, task.init_std, config.n_estimates, rng)
+    particles = init_particles(theta_init, task.init_std, config.pf, rng)
+    records, estimates, clouds, readings, fired = [], [], [], [], False
+    estimate = theta_init
+    for _ in range(config.steps):
+        history = _history(records, config.horizon)
+        if method is Method.OURS:
+            belief = update_belief(model, history, belief, config.descent)
+            estimate, cloud = best_estimate(belief), belief.thetas
+        elif method is Method.PARTICLE_FILTER:
+            particles, estimate, _ = pf_update(model, history, particles, config.pf, rng)
+            cloud = particles.thetas
+        else:
+            cloud = np.zeros((0, task.n_params))
+        if method is Method.HEURISTIC:
+            fired = fired or bool(readings and triggered(readings[-1], config.trigger))
+            if not fired:
+                ref_pos, ref_quat = descend(ref_pos, ref_quat, config.policy)
+        else:
+            ref_pos, ref_quat = policy(task, ref_pos, ref_quat, state.pos, estimate, config.policy)
+        delta = np.concatenate([ref_pos - state.pos, quat_to_rotvec(quat_mul(ref_quat, quat_conj(state.quat)))])
+        result = world.step(delta, ActionMode.POSE_DELTA)
+        records.append((state.pos, state.quat, state.lin_vel, state.ang_vel, ref_pos, ref_quat, result.wrench))
+        estimates.append(estimate)
+        clouds.append(cloud)
+        readings.append(result.wrench)
+        state = result.state
+    return Episode(release_error(task, state.pos, state.quat, theta_gt), np.array(estimates), np.array(clouds),
+                   np.array(readings), np.asarray(theta_gt))
+
+
+def interval95(values: np.ndarray) -> list[float]:
+    """Student-t 95 % confidence interval ``[lo, hi]`` of the mean of ``values`` (a point for one value)."""
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean())
+    if len(values) < 2:
+        return [mean, mean]
+    half = float(stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    return [mean - half, mean + half]
+
+
+def gradcheck_configurations(task: PlacementTask, rng: np.random.Generator) -> list[Configuration]:
+    """Base points of the step's gradient check for one task: pressed and sticking, sliding, and impacting contact.
+
+    The tool is at the goal of a nearby geometry, turned by a small random rotation; ``θ`` is a small random value.
+    """
+    theta = rng.uniform(-5e-4, 5e-4, task.n_params)
+    goal, quat = goal_pose(task, theta)
+    quat = quat_mul(rotvec_to_quat(rng.uniform(-4e-3, 4e-3, 3)), quat)
+    down = np.array([0.0, 0.0, 1.0])
+    lateral = np.array([1.0, 0.5, 0.0]) / np.sqrt(1.25)
+    zero = np.zeros(3)
+    return [
+        Configuration(goal - 1e-4 * down, quat, zero, zero, goal - 4e-3 * down + 1e-3 * lateral, quat, theta),
+        Configuration(goal - 1e-4 * down, quat, 0.03 * lateral, zero, goal - 4e-3 * down + 0.02 * lateral, quat, theta),
+        Configuration(goal + 4e-4 * down, quat, -0.02 * down, zero, goal - 5e-3 * down, quat, theta),
+    ]
+
+
+def gradient_checks(tasks: list[PlacementTask], config: PlacementConfig, seed: int) -> dict:
+    """Worst relative error of the step's gradients per task and contact mode, and overall."""
+    rng = np.random.default_rng([seed, 7])
+    out = {}
+    for task in tasks:
+        scene = diff_scene(task, WORLD)
+        for mode, base in zip(("sticking", "sliding", "impact"), gradcheck_configurations(task, rng), strict=True):
+            check = check_step(scene, config.step, base)
+            out[f"{task.name.value}/{mode}"] = {"max_rel_err": check.max_rel_err, "toi": check.toi,
+                                               "n_contacts": check.n_contacts, "finite": check.finite()}
+    return {"cases": out, "max_rel_err": max(v["max_rel_err"] for v in out.values())}
+
+
+def _episode_job(job: tuple) -> Episode:
+    """One episode in a worker process (one torch thread: the batches are small)."""
+    name, method, theta, config, seed = job
+    torch.set_num_threads(1)
+    return run_episode(make_task(name), Method(method), theta, config, np.random.default_rng(seed))
+
+
+def _run_jobs(jobs: list[tuple], workers: int) -> list[Episode]:
+    if workers <= 1:
+        return [_episode_job(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_episode_job, jobs))
+
+
+def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | None = None) -> dict:
+    """All tasks × methods × cases (module docstring); figures in ``plots`` when given."""
+    result, episodes = {"tasks": {}}, {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small batched linear algebra: threads only contend on a shared machine
+    try:
+        tasks = [make_task(name) for name in config.tasks]
+        cases = [sample_cases(task, config.n_cases, np.random.default_rng([seed, t])) for t, task in enumerate(tasks)]
+        jobs = [(task.name.value, method.value, theta, config, [seed, t, m, c]) for t, task in enumerate(tasks)
+                for m, method in enumerate(Method) for c, theta in enumerate(cases[t])]
+        done = iter(_run_jobs(jobs, config.workers))
+        for t, task in enumerate(tasks):
+            entry = {"unit": "deg" if task.angle_error else "mm", "params": list(task.param_names),
+                     "theta_gt": cases[t].tolist()}
+            for method in Method:
+                runs = [next(done) for _ in cases[t]]
+                errors = np.array([r.error for r in runs])
+                entry[method.value] = {"mean": float(errors.mean()), "ci95": interval95(errors),
+                                       "errors": errors.tolist()}
+                episodes[(task.name.value, method.value)] = runs
+            result["tasks"][task.name.value] = entry
+        checks = gradient_checks(tasks, config, seed)
+    finally:
+        torch.set_num_threads(threads)
+    result["gradcheck_max_rel_err"] = checks["max_rel_err"]
+    result["gradcheck"] = checks["cases"]
+    result["ordering_holds"] = {name: bool(e["ours"]["mean"] < e["particle-filter"]["mean"] < e["heuristic"]["mean"])
+                                for name, e in result["tasks"].items()}
+    result["config"] = {"n_cases": config.n_cases, "steps": config.steps, "horizon": config.horizon,
+                        "n_estimates": config.n_estimates, "n_particles": config.pf.n_particles}
+    if plots is not None:
+        result["figures"] = plot_placement(result, episodes, Path(plots))
+    return result
+
+
+METHOD_COLORS = {Method.OURS.value: "tab:blue", Method.PARTICLE_FILTER.value: "tab:orange",
+                 Method.HEURISTIC.value: "tab:gray"}
+
+
+def _fig4(result: dict, path: Path) -> None:
+    """Fig. 4: mean release error and its 95 % interval per task and method."""
+    import matplotlib.pyplot as plt
+
+    names = list(result["tasks"])
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        entry = result["tasks"][name]
+        for k, method in enumerate(Method):
+            e = entry[method.value]
+            ax.bar(k, e["mean"], color=METHOD_COLORS[method.value], label=method.value)
+            ax.errorbar(k, e["mean"], yerr=[[e["mean"] - e["ci95"][0]], [e["ci95"][1] - e["mean"]]], color="k",
+                        capsize=4)
+        ax.set_xticks(range(len(Method)), [m.value for m in Method], rotation=20, fontsize=8)
+        ax.set_title(name)
+        ax.set_ylabel(f"error at release [{entry['unit']}]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _traces(task: str, runs: dict, path: Path) -> None:
+    """Figs. 5–7: estimates over time of ours and the particle filter (all particles thin) on the case where the
+    two differ most at release, with the ground truth dashed."""
+    import matplotlib.pyplot as plt
+
+    ours, pf = runs[Method.OURS.value], runs[Method.PARTICLE_FILTER.value]
+    case = int(np.argmax([p.error - o.error for o, p in zip(ours, pf, strict=True)]))
+    n_params = ours[case].estimates.shape[1]
+    fig, axes = plt.subplots(n_params, 2, figsize=(8, 2.2 * n_params), squeeze=False, sharex=True)
+    for col, (label, episode) in enumerate(((Method.OURS.value, ours[case]), (Method.PARTICLE_FILTER.value,
+                                                                              pf[case]))):
+        steps = np.arange(len(episode.estimates))
+        for j in range(n_params):
+            ax = axes[j, col]
+            if episode.particles.size:
+                ax.plot(steps, 1e3 * episode.particles[:, :, j], color="0.8", lw=0.5)
+            ax.plot(steps, 1e3 * episode.estimates[:, j], color=METHOD_COLORS[label], lw=1.5, label="estimate")
+            ax.axhline(1e3 * episode.theta_gt[j], color="k", ls="--", lw=1, label="ground truth")
+            ax.set_ylabel(f"θ[{j}] [mm]")
+            if j == 0:
+                ax.set_title(f"{task}: {label}, case #{case}, error {episode.error:.2f}")
+        axes[-1, col].set_xlabel("timestep")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_placement(result: dict, episodes: dict, out: Path) -> list[str]:
+    """Write ``fig4_release_error.png`` and ``traces_TASK.png`` into ``out``; returns the file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    out.mkdir(parents=True, exist_ok=True)
+    names = ["fig4_release_error.png"]
+    _fig4(result, out / names[0])
+    for task in result["tasks"]:
+        runs = {m.value: episodes[(task, m.value)] for m in (Method.OURS, Method.PARTICLE_FILTER)}
+        names.append(f"traces_{task}.png")
+        _traces(task, runs, out / names[-1])
+    return names
+
+
+def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
+        config: PlacementConfig | None = None) -> dict:
+    """Harness entry point: the quick or full budget (``config`` replaces it, for smoke tests). CPU only."""
+    del device  # the contact step runs on the CPU (float64, small batched systems)
+    return run_experiment(config or (QUICK if quick else FULL), seed, plots)

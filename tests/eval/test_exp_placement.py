@@ -1,0 +1,56 @@
+"""Placement experiment, smoke run: one task, one case, a short episode and small beliefs. Checks the issue's keys
+and their ranges, the gradient-check bar, the figures, and the confidence interval against its closed form."""
+
+import inspect
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from contactkit.estimation.geometry_belief import ParticleFilterConfig
+from contactkit.eval import exp_placement
+from contactkit.eval.exp_placement import Method, PlacementConfig, interval95, run_experiment
+
+TINY = PlacementConfig(tasks=("shape",), n_cases=1, steps=14, n_estimates=3, pf=ParticleFilterConfig(n_particles=6),
+                       workers=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_result(tmp_path_factory):
+    plots = tmp_path_factory.mktemp("plots")
+    return run_experiment(TINY, seed=1, plots=str(plots)), plots
+
+
+def test_result_has_the_issue_keys_in_range(tiny_result):
+    result, _ = tiny_result
+    entry = result["tasks"]["shape"]
+    assert entry["unit"] == "deg" and len(entry["theta_gt"]) == 1
+    for method in Method:
+        e = entry[method.value]
+        lo, hi = e["ci95"]
+        assert math.isfinite(e["mean"]) and e["mean"] >= 0.0 and lo <= e["mean"] <= hi
+        assert len(e["errors"]) == 1 and 0.0 <= e["errors"][0] < 45.0
+    assert 0.0 <= result["gradcheck_max_rel_err"] <= 1e-4
+    assert set(result["gradcheck"]) == {"shape/sticking", "shape/sliding", "shape/impact"}
+    assert all(c["finite"] and c["n_contacts"] > 0 for c in result["gradcheck"].values())
+    json.dumps(result)  # the harness writes it as JSON
+
+
+def test_figures_are_written(tiny_result):
+    result, plots = tiny_result
+    assert sorted(result["figures"]) == ["fig4_release_error.png", "traces_shape.png"]
+    assert all((plots / name).stat().st_size > 10_000 for name in result["figures"])
+
+
+def test_interval_is_the_student_t_interval_of_the_mean():
+    values = np.array([1.0, 2.0, 4.0, 7.0])
+    half = stats.t.ppf(0.975, 3) * values.std(ddof=1) / 2.0
+    assert interval95(values) == pytest.approx([3.5 - half, 3.5 + half])
+    assert interval95(np.array([2.5])) == [2.5, 2.5]
+
+
+def test_harness_entry_point_takes_plots():
+    params = inspect.signature(exp_placement.run).parameters
+    assert list(params)[:4] == ["quick", "seed", "device", "plots"] and params["plots"].default is None
