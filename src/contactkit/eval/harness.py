@@ -21,6 +21,7 @@ from contactkit.errors import InvalidInputError
 BENCHMARKS = {
     "collect": "contactkit.eval.bench_collect",
     "lml": "contactkit.eval.bench_lml",
+    "tight-insertion": "contactkit.eval.bench_tight_insertion",
 }
 """``contactkit benchmark NAME`` → module with ``run``."""
 
@@ -28,6 +29,8 @@ EXPERIMENTS: dict[str, str] = {
     "connector-insertion": "contactkit.eval.exp_connector",
     "mpc-insertion": "contactkit.eval.exp_mpc_insertion",
     "pf-tracking": "contactkit.eval.exp_pf_tracking",
+    "placement": "contactkit.eval.exp_placement",
+    "prediction-accuracy": "contactkit.eval.exp_prediction",
 }
 """``contactkit experiment NAME`` → module with ``run``."""
 
