@@ -12,7 +12,8 @@ import pytest
 from contactkit.collision import CollisionWorld, labelled_contacts
 from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
 from contactkit.engine import BoxPGS, ConeSOR, build_problem, contact_wrench, free_velocity, inverse_mass_matrix
-from contactkit.engine._kernels_contacts import contact_geometry, node_contacts, raw_capacity
+from contactkit.engine._kernels_contacts import node_contacts
+from contactkit.engine._kernels_geometry import INFO_MID, INFO_STOP, contact_geometry, raw_capacity
 from contactkit.engine._kernels_reduce import reduce_contacts
 from contactkit.engine._kernels_solve import build_rows, project_positions, single_contact, solve_box, solve_cone
 from contactkit.engine._kernels_step import Control, control_wrench, pose_delta_target
@@ -35,8 +36,8 @@ VELOCITY_AGREEMENT = 1e-8
 
 def _node_gaps(scene, pos, quat, margin=1e-3):
     geo = contact_geometry(CollisionWorld(scene), 2e-3)
-    cache_t = np.full((len(geo.tool_verts), len(geo.env_start) - 1), -1, np.int64)
-    cache_e = np.full((len(geo.env_verts), len(geo.tool_start) - 1), -1, np.int64)
+    cache_t = np.full((len(geo.tool_verts), len(geo.env.info)), -1, np.int64)
+    cache_e = np.full((len(geo.env_verts), len(geo.tool.info)), -1, np.int64)
     out = np.zeros((raw_capacity(geo), 9))
     rot = quat_to_mat(quat)
     k = node_contacts(geo, rot, pos, np.zeros((2, 6)), pos + rot @ scene.tool.com, margin, 0.0, 0.0, cache_t,
@@ -75,7 +76,7 @@ def test_internal_faces_of_a_slot_on_the_table():
     floor slab's bottom sits on the table; the table and the hole's floor are external."""
     scene = peg_in_hole("hexagon", 1e-3)
     geo = contact_geometry(CollisionWorld(scene), 2e-3)
-    internal = geo.env_start[1:] - geo.env_mid
+    internal = geo.env.info[:, INFO_STOP] - geo.env.info[:, INFO_MID]
     assert internal.tolist() == [0] + [3] * 6 + [1]  # table, six walls, floor slab
 
 

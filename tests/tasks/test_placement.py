@@ -10,6 +10,8 @@ from contactkit.geometry.validate import check_solid, is_convex
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec
 from contactkit.tasks.placement import (
+    CASE_MAX_SIGMA,
+    CASE_MIN_NORM,
     WORLD,
     PolicyConfig,
     TaskName,
@@ -30,7 +32,8 @@ TASKS = [t.value for t in TaskName]
 @pytest.mark.parametrize("name", TASKS)
 def test_pieces_are_convex_solids_over_the_case_range(name):
     task = make_task(name)
-    for theta in (task.case_high, -task.case_high, np.zeros(task.n_params)):
+    extreme = CASE_MAX_SIGMA * task.init_std
+    for theta in (extreme, -extreme, extreme * [1, -1, 1][: task.n_params], np.zeros(task.n_params)):
         for piece in (*task.tool_pieces, *task.env_pieces):
             mesh = piece.piece(theta)
             _, _, volume = check_solid(mesh.vertices, mesh.faces, piece.name)
@@ -93,13 +96,13 @@ def test_scene_and_model_share_the_geometry():
     assert model.armature == WORLD.wrist_armature
 
 
-def test_cases_are_uncertain_within_their_ranges_and_reproducible():
+def test_cases_are_drawn_from_the_perception_noise_and_reproducible():
     for name in TASKS:
         task = make_task(name)
         cases = sample_cases(task, 10, np.random.default_rng(7))
         np.testing.assert_array_equal(cases, sample_cases(task, 10, np.random.default_rng(7)))
-        assert np.all(np.abs(cases) <= task.case_high) and np.all(np.abs(cases) >= task.case_low)
-        assert np.all(np.linalg.norm(cases, axis=1) > 0)
+        z = cases / task.init_std
+        assert np.all(np.abs(z) <= CASE_MAX_SIGMA) and np.all(np.linalg.norm(z, axis=1) >= CASE_MIN_NORM)
         if task.angle_error:
             assert np.all(np.abs(cases[:, 1] - cases[:, 0]) >= 1.5e-3)
 

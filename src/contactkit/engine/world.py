@@ -21,7 +21,8 @@ import numpy as np
 
 from contactkit.collision import CollisionWorld
 from contactkit.control.impedance import GRAVITY, ActionMode, damping_gains
-from contactkit.engine._kernels_contacts import contact_geometry, node_contacts, raw_capacity
+from contactkit.engine._kernels_contacts import node_contacts
+from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
 from contactkit.engine._kernels_step import (
     INTEGRATOR_EULER,
     INTEGRATOR_MIDPOINT,
@@ -93,8 +94,8 @@ def _settings(engine: EngineParams, params: WorldParams) -> Settings:
 def _buffers(geometry, max_contacts: int) -> Buffers:
     k = max_contacts
     return Buffers(
-        cache_tool=np.full((len(geometry.tool_verts), len(geometry.env_start) - 1), -1, np.int64),
-        cache_env=np.full((len(geometry.env_verts), len(geometry.tool_start) - 1), -1, np.int64),
+        cache_tool=np.full((len(geometry.tool_verts), len(geometry.env.info)), -1, np.int64),
+        cache_env=np.full((len(geometry.env_verts), len(geometry.tool.info)), -1, np.int64),
         raw=np.zeros((raw_capacity(geometry), 9)), contacts=np.zeros((k, 9)), impulses=np.zeros((k, 3)),
         frames=np.zeros((k, 3, 3)), jac=np.zeros((k, 3, 6)), m_inv_jt=np.zeros((k, 3, 6)),
         blocks=np.zeros((k, 3, 3)), bias=np.zeros(k), mu=np.zeros(k), prev_keys=np.zeros(k),

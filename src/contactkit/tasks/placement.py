@@ -71,8 +71,8 @@ class PlacementTask:
         ref_base, ref_basis: ``(3,)``, ``(P, 3)`` the object's reference point in the tool frame, affine in ``θ`` [m].
         goal_base, goal_basis: ``(3,)``, ``(P, 3)`` where that point goes, world frame, affine in ``θ`` [m].
         lift: start height of the tool above the nominal goal pose ``G(θ_init = 0)`` [m].
-        case_low, case_high: ``(P,)`` ranges of ``|θ_gt|`` per parameter for the test cases [m].
-        init_std: ``(P,)`` perception noise of the initial guess [m] (the belief's and the PF's spread).
+        init_std: ``(P,)`` perception noise of the initial guess [m]: the spread of the estimators' initial beliefs
+            and of the hidden geometries of the test cases (:func:`sample_cases`).
         angle_error: the release error is the tilt of the bottom face [deg] (shape), else a distance [mm].
     """
 
@@ -85,8 +85,6 @@ class PlacementTask:
     goal_base: np.ndarray
     goal_basis: np.ndarray
     lift: float
-    case_low: np.ndarray
-    case_high: np.ndarray
     init_std: np.ndarray
     angle_error: bool = False
 
@@ -143,7 +141,6 @@ def shape_task() -> PlacementTask:
     cube = _piece(_box_vertices([-w / 2, -w / 2, -h], [w / 2, w / 2, 0.0]), "cube", walls)
     return PlacementTask(TaskName.SHAPE, ("d1", "d2"), (cube,), (_table(2),), np.array([0.0, 0.0, -h]),
                          np.array([[0.0, 0.0, -0.5], [0.0, 0.0, -0.5]]), np.zeros(3), np.zeros((2, 3)), lift=0.008,
-                         case_low=np.array([0.0, 0.0]), case_high=np.array([4e-3, 4e-3]),
                          init_std=np.array([2e-3, 2e-3]), angle_error=True)
 
 
@@ -163,7 +160,6 @@ def pose_task() -> PlacementTask:
                                  np.column_stack([hexagon, np.full(6, 0.012)])]), "hex", n_params=2)
     return PlacementTask(TaskName.POSE, ("x", "z"), tuple(pieces), (_table(2), nut), -grasp, np.array([[1.0, 0, 0],
                          [0, 0, 1.0]]), np.zeros(3), np.zeros((2, 3)), lift=0.020,
-                         case_low=np.array([2e-3, 1e-3]), case_high=np.array([6e-3, 4e-3]),
                          init_std=np.array([3e-3, 2e-3]))
 
 
@@ -190,7 +186,6 @@ def env_task() -> PlacementTask:
     seat = np.array([0.0, 0.0, apex - slope * pillar_half])  # where the pillar's top centre sits when seated
     return PlacementTask(TaskName.ENV, ("l1", "l2", "h"), tuple(pieces), (_table(3), pillar), seat, np.zeros((3, 3)),
                          np.array([0.0, 0.0, pillar_h]), np.eye(3), lift=0.008,
-                         case_low=np.array([4e-3, 4e-3, 1e-3]), case_high=np.array([10e-3, 10e-3, 3e-3]),
                          init_std=np.array([5e-3, 5e-3, 2e-3]))
 
 
@@ -202,7 +197,7 @@ def cup_saucer_task() -> PlacementTask:
     floor, rim_top, r_in, r_mid = 0.004, 0.012, 0.040, 0.048
     base_poly = polygon("circle", 0.06, circle_segments=12)
     r_out = float(np.linalg.norm(base_poly[0]))
-    move = _translation_basis((0, 1, None), lambda v: v[:, 2] > 1e-9)
+    move = _translation_basis((0, 1, 2))  # the saucer's 3-D location (§VI-F)
     pieces = [_piece(np.concatenate([np.column_stack([base_poly, np.zeros(12)]),
                                      np.column_stack([base_poly, np.full(12, floor)])]), "saucer-base", move)]
     angles = np.arctan2(base_poly[:, 1], base_poly[:, 0])
@@ -213,8 +208,7 @@ def cup_saucer_task() -> PlacementTask:
         pieces.append(_piece(verts, f"saucer-rim{k}", move))
     return PlacementTask(TaskName.CUP_SAUCER, ("l1", "l2", "h"), (cup,), (_table(3), *pieces),
                          np.array([0.0, 0.0, -cup_h]), np.zeros((3, 3)), np.array([0.0, 0.0, floor]), np.eye(3),
-                         lift=0.016, case_low=np.array([4e-3, 4e-3, 1e-3]), case_high=np.array([10e-3, 10e-3, 3e-3]),
-                         init_std=np.array([5e-3, 5e-3, 2e-3]))
+                         lift=0.016, init_std=np.array([5e-3, 5e-3, 2e-3]))
 
 
 TASKS = {TaskName.SHAPE: shape_task, TaskName.POSE: pose_task, TaskName.ENV: env_task,
@@ -290,15 +284,25 @@ def release_error(task: PlacementTask, pos, quat, theta_gt) -> float:
     return float(1e3 * np.linalg.norm(point - (task.goal_base + theta @ task.goal_basis)))
 
 
-def sample_cases(task: PlacementTask, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n, P)`` hidden geometries ``θ_gt ≠ 0``: magnitudes uniform in ``[case_low, case_high]``, random signs.
+CASE_MIN_NORM = 1.0
+"""A hidden geometry is at least this many perception-noise deviations (Mahalanobis) from the guess ``θ_init = 0``."""
 
-    For ``shape`` the two wall heights differ by at least 1.5 mm (a tilt of 1.7° or more, so the case is uncertain).
+CASE_MAX_SIGMA = 2.5
+"""... and within this many deviations per parameter."""
+
+
+def sample_cases(task: PlacementTask, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n, P)`` hidden geometries ``θ_gt ≠ θ_init = 0`` drawn from the perception noise ``N(0, diag(init_std²))``
+    that also spreads the estimators' initial beliefs (§V-B), kept when at least :data:`CASE_MIN_NORM` deviations from
+    the guess and within :data:`CASE_MAX_SIGMA` per parameter. For ``shape`` the two wall heights also differ by at
+    least 1.5 mm (a tilt of 1.7° or more), so that the cube is not flat in the hand.
     """
     out = []
     while len(out) < n:
-        theta = rng.uniform(task.case_low, task.case_high) * rng.choice([-1.0, 1.0], size=task.n_params)
-        if not task.angle_error or abs(theta[1] - theta[0]) >= 1.5e-3:
+        z = rng.normal(size=task.n_params)
+        theta = z * task.init_std
+        flat_ok = not task.angle_error or abs(theta[1] - theta[0]) >= 1.5e-3
+        if np.linalg.norm(z) >= CASE_MIN_NORM and np.all(np.abs(z) <= CASE_MAX_SIGMA) and flat_ok:
             out.append(theta)
     return np.array(out)
 

@@ -19,8 +19,10 @@ import torch
 from contactkit.engine.diff.rotations import rotate_by
 from contactkit.engine.diff.step import DiffScene, StepConfig, diff_step
 
-FD_STEP = 1e-7
-"""Central-difference step ``h`` (in the units of each input: m, rad, m/s, rad/s, θ units)."""
+FD_STEP = 1e-6
+"""Central-difference step ``h`` (in the units of each input: m, rad, m/s, rad/s, θ units): round-off ``~1e-16/h``
+must stay small against the smallest blocks (the orientation's response to ``ω`` is ``~Δ/2``), and the feature
+pairs and the LCP's active set must not switch within ``±h`` at a generic configuration."""
 
 BLOCK_FLOOR = 1e-6
 """A Jacobian block whose largest finite-difference entry is below this is compared in absolute terms."""

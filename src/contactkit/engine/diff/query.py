@@ -16,8 +16,7 @@ For each pair of a tool piece ``T`` and an environment piece ``E`` whose boundin
 4. Reduction: contacts of one problem that share a face normal (the same reference face, possibly over several
    tool pieces, e.g. a ring of pieces on a table) are redundant inside the convex hull of their points seen along
    the normal: with a planar contact the gap and the normal velocity are affine in the point, so the hull's
-   constraints imply the interior's. Groups of more than ``REDUCE_ABOVE`` keep their hull corners and any interior
-   contact deeper than all of them; a tool point repeated within a group (pieces sharing a vertex) counts once.
+   constraints imply the interior's (:mod:`contactkit.engine.diff.reduction`).
 
 The output is a :class:`~contactkit.engine.diff.features.FeatureIndex` whose formulas
 (:func:`~contactkit.engine.diff.features.contact_features`) give the same points, normals and gaps as torch
@@ -30,9 +29,9 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from contactkit.engine.diff.features import FeatureIndex, NormalKind, ParamPiece, PointKind
+from contactkit.engine.diff.reduction import reduce_contacts
 
 EDGE_PREFERENCE = 2e-5
 """An edge axis replaces the best face axis only when it separates more by this [m] ..."""
@@ -60,14 +59,6 @@ CROSS_RTOL = 1e-9
 MIN_INCIDENT_COS = 0.05
 """A gap is not taken along the pair normal to a plane nearly parallel to it (``|m·n|`` below this)."""
 
-DUPLICATE_TOL = 1e-9
-"""Two contacts of one normal group whose tool points agree on this grid [m] count once."""
-
-REDUCE_ABOVE = 4
-"""Same-normal contact groups larger than this are reduced to their convex hull (step 4)."""
-
-HULL_GAP_TOL = 1e-9
-"""An interior contact deeper than the group's hull corners by more than this [m] is kept."""
 
 _GEOMETRY = ("px", "py", "pz", "nx", "ny", "nz", "gap")
 """Numeric columns carried by the internal record table (tool point, normal, gap) for the reduction."""
@@ -316,65 +307,15 @@ def pair_features(tool: Side, env: Side, margin: float) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, _WIDTH))
 
 
-@njit(cache=True)
-def _hull_mask(flat: np.ndarray, gap: np.ndarray, start: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Per group (rows ``start[g] : start[g] + size[g]`` of ``flat (N, 2)``): its 2-D convex hull corners (Andrew's
-    monotone chain; collinear points are not corners) and the interior points deeper than all corners (compiled)."""
-    keep = np.ones(flat.shape[0], dtype=np.bool_)
-    for g in range(start.shape[0]):
-        n = size[g]
-        if n <= REDUCE_ABOVE:
-            continue
-        rows = start[g] + np.argsort(flat[start[g] : start[g] + n, 1], kind="mergesort")
-        order = rows[np.argsort(flat[rows, 0], kind="mergesort")]  # by x, then y (stable)
-        hull = np.empty(2 * n, dtype=np.int64)
-        k = 0
-        for sweep in range(2):
-            base = k
-            for idx in range(n):
-                i = order[idx] if sweep == 0 else order[n - 1 - idx]
-                while k >= base + 2:
-                    o, a = flat[hull[k - 2]], flat[hull[k - 1]]
-                    if (a[0] - o[0]) * (flat[i, 1] - o[1]) - (a[1] - o[1]) * (flat[i, 0] - o[0]) > 0.0:
-                        break
-                    k -= 1
-                hull[k] = i
-                k += 1
-            k -= 1  # the last point of a chain starts the other
-        if k < 3:
-            continue  # collinear: nothing is interior
-        deepest = np.inf
-        for j in range(k):
-            deepest = min(deepest, gap[hull[j]])
-        for r in range(start[g], start[g] + n):
-            keep[r] = gap[r] < deepest - HULL_GAP_TOL
-        for j in range(k):
-            keep[hull[j]] = True
-    return keep
-
-
 def _reduce(table: np.ndarray) -> np.ndarray:
     """Step 4 of the module docstring on a record table ``(N, _WIDTH)``: the rows kept, grouped by problem."""
     if not len(table):
         return table
-    kind = table[:, 1 + _FIELDS.index("normal_kind")]
-    face = table[:, 1 + _FIELDS.index("normal_face")]
     geo = table[:, 1 + len(_FIELDS) :]
-    own = -1 - np.arange(len(table))  # an edge contact is a group of its own
-    key = np.column_stack([table[:, 0], kind, np.where(kind == NormalKind.EDGE_CROSS, own, face)])
-    cell = np.round(geo[:, :3] / DUPLICATE_TOL)  # the same tool point twice in a group (pieces sharing a vertex)
-    _, first = np.unique(np.column_stack([key, cell]), axis=0, return_index=True)
-    table, key, geo = table[np.sort(first)], key[np.sort(first)], geo[np.sort(first)]
-    order = np.lexsort(key.T[::-1])
-    table, key, geo = table[order], key[order], geo[order]
-    starts = np.flatnonzero(np.r_[True, np.any(key[1:] != key[:-1], axis=1)])
-    sizes = np.diff(np.r_[starts, len(table)])
-    n = geo[:, 3:6]
-    u = _cross(n, np.where(np.abs(n[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]]))
-    u /= np.maximum(np.linalg.norm(u, axis=1, keepdims=True), 1e-300)
-    w = _cross(n, u)
-    flat = np.column_stack([np.einsum("nk,nk->n", geo[:, :3], u), np.einsum("nk,nk->n", geo[:, :3], w)])
-    return table[_hull_mask(flat, geo[:, 6].copy(), starts, sizes)]
+    keep = reduce_contacts(table[:, 0].astype(np.int64), table[:, 1 + _FIELDS.index("normal_kind")].astype(np.int64),
+                           table[:, 1 + _FIELDS.index("normal_face")].astype(np.int64), geo[:, :3], geo[:, 3:6],
+                           geo[:, 6], NormalKind.EDGE_CROSS)
+    return table[keep]
 
 
 def query_batch(
