@@ -22,6 +22,7 @@ import numpy as np
 from contactkit.collision import CollisionWorld
 from contactkit.control.impedance import GRAVITY, ActionMode, damping_gains
 from contactkit.engine._kernels_contacts import node_contacts
+from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_delta_target
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
 from contactkit.engine._kernels_step import (
     INTEGRATOR_EULER,
@@ -29,13 +30,9 @@ from contactkit.engine._kernels_step import (
     SOLVER_BOX,
     SOLVER_CONE,
     STAT_NONFINITE,
-    BodyModel,
     Buffers,
-    Control,
     Settings,
     advance,
-    body_state,
-    pose_delta_target,
 )
 from contactkit.engine.body import cross3
 from contactkit.engine.integrators import Integrator

@@ -18,6 +18,7 @@ the simulator's ``step`` per 10 ms control step, on one core.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import time
@@ -214,6 +215,52 @@ def run_case(backend: str, clearance: float, case: LoadCase, hold_s: float = HOL
         "fz_std_hold_N": float(np.std(fz)) if fz else float("nan"),
         "ms_per_control_step": 1e3 * cpu / (descent + hold),
     }
+
+
+def oscillator_energy_error(max_step: float, seconds: float = 1.0) -> float:
+    """Largest relative energy error of the undamped wrist spring twisting the bare peg about its axis.
+
+    No gravity, no armature, damping ratio 0: the stiffest mode of the benchmark's tool under the default
+    gains, ``ω = sqrt(K_r / I_zz)`` ≈ 206 rad/s. The engine's explicit spring is stable for ``ω h < 2``; its
+    energy error grows like ``(ω h)²``. Returns ``max |E(t) - E(0)| / E(0)`` over ``seconds`` of simulated time.
+    """
+    scene = insertion_scene(CLEARANCES[0])
+    gains = dataclasses.replace(scene.controller, damping_ratio=0.0)
+    scene = dataclasses.replace(scene, controller=gains)
+    world = EngineWorld(scene, WorldParams(gravity=False, wrist_armature=0.0, timestep=0.002, n_substeps=5),
+                        engine=EngineParams(max_step=max_step))
+    angle, k_rot, izz = 0.02, float(gains.stiffness_rot[2]), float(scene.tool.inertia[2, 2])
+    start = np.asarray(scene.tool.init_pos) + [0.0, 0.0, 0.05]
+    state = world.reset(BodyState.at_rest(start, rotvec_to_quat(np.array([0.0, 0.0, angle]))))
+    energy0, worst = 0.5 * k_rot * angle**2, 0.0
+    for _ in range(int(round(seconds / CONTROL_DT))):  # the target stays upright: a pose delta back to it
+        state = world.step(np.concatenate([start - state.pos, quat_to_rotvec(quat_conj(state.quat))]),
+                           ActionMode.POSE_DELTA).state
+        twist = quat_to_rotvec(np.asarray(state.quat))[2]
+        energy = 0.5 * izz * float(state.ang_vel[2]) ** 2 + 0.5 * k_rot * twist**2
+        if not np.isfinite(energy) or energy > 1e6 * energy0:
+            return float("inf")
+        worst = max(worst, abs(energy - energy0) / energy0)
+    return worst
+
+
+def step_size_study(max_steps=(0.01, 0.005, 0.0025, 0.00125)) -> list[dict]:
+    """The measurements behind :data:`contactkit.engine.params.DEFAULT_MAX_STEP`: per engine step, the
+    oscillator's energy error (:func:`oscillator_energy_error`) and, over the four 0.065 mm load cases, the
+    largest wall and floor penetrations, the largest fz standard deviation in the hold and the mean CPU time."""
+    rows = []
+    for step in max_steps:
+        engine = EngineParams(max_step=step)
+        cases = [run_case("engine", CLEARANCES[-1], case, engine=engine) for case in LoadCase]
+        rows.append({
+            "max_step_s": step, "oscillator_energy_error": oscillator_energy_error(step),
+            "all_inserted": all(c["inserted"] for c in cases),
+            "max_wall_penetration_m": max(c["max_wall_penetration_m"] for c in cases),
+            "max_floor_penetration_m": max(c["max_floor_penetration_m"] for c in cases),
+            "max_fz_std_hold_N": max(c["fz_std_hold_N"] for c in cases),
+            "ms_per_control_step": float(np.mean([c["ms_per_control_step"] for c in cases])),
+        })
+    return rows
 
 
 def _warm_up() -> None:
