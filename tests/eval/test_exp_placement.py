@@ -33,7 +33,7 @@ def test_result_has_the_issue_keys_in_range(tiny_result):
         assert math.isfinite(e["mean"]) and e["mean"] >= 0.0 and lo <= e["mean"] <= hi
         assert len(e["errors"]) == 1 and 0.0 <= e["errors"][0] < 45.0
     assert 0.0 <= result["gradcheck_max_rel_err"] <= 1e-4
-    assert set(result["gradcheck"]) == {"shape/sticking", "shape/sliding", "shape/impact"}
+    assert set(result["gradcheck"]) == {"shape/sticking"}  # one case: the quick set of checks
     assert all(c["finite"] and c["n_contacts"] > 0 for c in result["gradcheck"].values())
     json.dumps(result)  # the harness writes it as JSON
 

@@ -79,8 +79,12 @@ def test_policy_moves_the_reference_by_bounded_steps_and_unloads_while_misaligne
     assert pos[2] == pytest.approx(ref_pos[2])  # not aligned: no descent (the tool is below its reference)
     aligned_pos, _ = policy(task, ref_pos, ref_quat, ref_pos, np.zeros(2), config)
     assert aligned_pos[2] == pytest.approx(ref_pos[2] - config.pos_step)
+    held = ref_pos + [2e-3, 0.0, 1e-3]  # pressed, and friction holds it 2 mm short of an aligned reference: unload
+    held_pos, _ = policy(task, ref_pos, ref_quat, held, np.zeros(2), config)
+    assert held_pos[2] == pytest.approx(held[2] + config.unload)
     shape = make_task("shape")
-    pos, quat = policy(shape, *start_pose(shape), start_pose(shape)[0], np.array([-4e-3, 4e-3]), config)
+    start, start_quat = start_pose(shape)
+    pos, quat = policy(shape, start, start_quat, start, np.array([-4e-3, 4e-3]), config)
     assert np.linalg.norm(quat_to_rotvec(quat)) == pytest.approx(config.rot_step)
 
 

@@ -8,10 +8,14 @@ Coordinates of paper 1 eq 1: ``V = [v_com (world); ω (body)]``. One step of len
    in canonical order and reduced (:mod:`._kernels_reduce`);
 3. build + solve the contact problem with the velocity-level Signorini condition (paper 1 eqs 2–3, with the
    speculative bias ``max(d, 0)/h``), warm-started by feature key (:mod:`._kernels_solve`);
-4. integrate the pose with ``V⁺`` (or the midpoint velocity), then project out the penetration predicted at
-   the new pose (split impulse: positions move, velocities do not);
-5. sense: the step's contact impulses as an F/T reading (:mod:`contactkit.engine.sensing`) and the wrench
-   the controller applied; both are averaged over the control period.
+4. sense: the step's contact impulses as an F/T reading (:mod:`contactkit.engine.sensing`) and the wrench
+   the controller applied; both are averaged over the control period;
+5. integrate the pose with ``V⁺`` (or the midpoint velocity), then project out the penetration predicted at
+   the new pose (split impulse: positions move, velocities do not).
+
+Maintenance: numba's on-disk cache (``cache=True``) is keyed on each function's own source file, so a change
+in a called ``_kernels_*`` module does not invalidate its cached callers here: after editing one, delete
+``src/contactkit/engine/__pycache__/*.nbi`` and ``*.nbc``.
 """
 
 from __future__ import annotations
@@ -177,9 +181,47 @@ def correct_pose(buf, settings, body, count, com_old, rot_old, com, quat):
 
 
 @njit(cache=True)
+def _sense(body, ctrl, buf, count, h, rot, origin, force, torque, imp_f, imp_t, g, v_plus, reading, applied):
+    """Add the step's F/T reading (contact impulses, sensor frame) and the controller's wrench as it acted
+    (its implicit damping at ``V⁺``; world, about the tool origin) to the period's sums (step 4)."""
+    contact_ft(count, buf.contacts, buf.frames, buf.impulses, h, origin + rot @ body.sensor_pos,
+               rot @ body.sensor_rot, reading)
+    v_origin, omega_w = g @ v_plus, rot @ v_plus[3:]
+    for a in range(3):
+        applied[a] += force[a] - (ctrl.damping_pos[a] * v_origin[a] if imp_f else 0.0)
+        applied[3 + a] += torque[a] - (ctrl.damping_rot[a] * omega_w[a] if imp_t else 0.0)
+
+
+@njit(cache=True)
+def _integrate(buf, settings, body, count, rot, com, quat, vel, v_plus):
+    """Move the pose with ``V⁺`` (semi-implicit Euler) or ``(V + V⁺)/2`` (midpoint), set ``V = V⁺``, and
+    project out the penetration predicted at the new pose (step 5). Returns whether it projected."""
+    h = settings.h
+    com_old = com.copy()
+    move = v_plus if settings.integrator == INTEGRATOR_EULER else 0.5 * (vel + v_plus)
+    for a in range(3):
+        com[a] += h * move[a]
+    rotate_body(quat, h * move[3], h * move[4], h * move[5])
+    vel[:] = v_plus
+    return correct_pose(buf, settings, body, count, com_old, rot, com, quat)[0] if count else False
+
+
+@njit(cache=True)
+def _record(stats, count, raw_count, sweeps, change, contacts, tolerance, corrected):
+    """Update the period's statistics (``STAT_*``) with one step's."""
+    stats[STAT_CONTACTS] = count
+    stats[STAT_RAW] = max(stats[STAT_RAW], raw_count)
+    stats[STAT_SWEEPS] += sweeps
+    stats[STAT_MAX_SWEEPS] = max(stats[STAT_MAX_SWEEPS], sweeps)
+    stats[STAT_UNCONVERGED] += change > tolerance
+    stats[STAT_CORRECTED] += corrected
+    for i in range(count):
+        stats[STAT_MIN_DISTANCE] = min(stats[STAT_MIN_DISTANCE], contacts[i, 0])
+
+
+@njit(cache=True)
 def _step(geo, body, ctrl, settings, buf, com, quat, vel, reading, applied):
     """One engine step (module docstring); updates ``com, quat, vel`` and accumulates the sensing."""
-    h = settings.h
     rot = np.empty((3, 3))
     quat_matrix(quat, rot)
     origin = com - rot @ body.com_local
@@ -191,29 +233,9 @@ def _step(geo, body, ctrl, settings, buf, com, quat, vel, reading, applied):
     lookahead, speed = _lookahead(body, settings, motion)
     raw_count, count = collide(geo, buf, settings, rot, origin, com, motion, lookahead, speed)
     v_plus, sweeps, change = solve_contacts(buf, settings, count, com, rot, m_eff_inv, v_free)
-    stats = buf.stats
-    stats[STAT_CONTACTS] = count
-    stats[STAT_RAW] = max(stats[STAT_RAW], raw_count)
-    stats[STAT_SWEEPS] += sweeps
-    stats[STAT_MAX_SWEEPS] = max(stats[STAT_MAX_SWEEPS], sweeps)
-    stats[STAT_UNCONVERGED] += change > settings.tolerance
-    for i in range(count):
-        stats[STAT_MIN_DISTANCE] = min(stats[STAT_MIN_DISTANCE], buf.contacts[i, 0])
-    contact_ft(count, buf.contacts, buf.frames, buf.impulses, h, origin + rot @ body.sensor_pos,
-               rot @ body.sensor_rot, reading)
-    v_origin, omega_w = g @ v_plus, rot @ v_plus[3:]
-    for a in range(3):
-        applied[a] += force[a] - (ctrl.damping_pos[a] * v_origin[a] if imp_f else 0.0)
-        applied[3 + a] += torque[a] - (ctrl.damping_rot[a] * omega_w[a] if imp_t else 0.0)
-    com_old = com.copy()
-    move = v_plus if settings.integrator == INTEGRATOR_EULER else 0.5 * (vel + v_plus)
-    for a in range(3):
-        com[a] += h * move[a]
-    rotate_body(quat, h * move[3], h * move[4], h * move[5])
-    vel[:] = v_plus
-    if count:
-        corrected, _ = correct_pose(buf, settings, body, count, com_old, rot, com, quat)
-        stats[STAT_CORRECTED] += corrected
+    _sense(body, ctrl, buf, count, settings.h, rot, origin, force, torque, imp_f, imp_t, g, v_plus, reading, applied)
+    corrected = _integrate(buf, settings, body, count, rot, com, quat, vel, v_plus)
+    _record(buf.stats, count, raw_count, sweeps, change, buf.contacts, settings.tolerance, corrected)
 
 
 @njit(cache=True)
@@ -221,7 +243,8 @@ def advance(geo, body, ctrl, settings, buf, state, reading, applied):
     """One control period: ``settings.n_steps`` engine steps of ``settings.h`` seconds.
 
     Args:
-        geo: :class:`~._kernels_contacts.ContactGeometry`. body: :class:`BodyModel`. ctrl: :class:`Control`.
+        geo: :class:`~._kernels_geometry.ContactGeometry`. body, ctrl: :class:`~._kernels_dynamics.BodyModel`,
+            :class:`~._kernels_dynamics.Control`.
         settings: :class:`Settings`. buf: :class:`Buffers` (carried warm start, caches, last contacts).
         state: ``(13,)`` ``[com (3) world; quat (4); v_com (3) world; ω (3) body]``, advanced in place.
         reading: ``(6,)`` mean F/T reading over the period, sensor frame (written) [N, N·m].

@@ -127,14 +127,16 @@ class DescentConfig:
     """Gradient descent on ``r_t`` (§V-A).
 
     Attributes:
-        iterations: gradient steps per time step.
+        iterations: gradient steps per time step; with the final cost evaluation each estimate costs
+            ``iterations + 1`` rollouts per step, so 4 gives 10 estimates the 50 rollouts of the 50-particle filter
+            (the paper's equal budget, §VI-C).
         step: largest change of a parameter per gradient step [θ units, m].
         memory: decay per step of the running maximum of ``|∂r/∂θ_j|`` that scales the steps (AdaMax without momentum).
         floor: gradient magnitude [1/θ unit] that earns a full step; smaller gradients (of a residual that hardly
             depends on ``θ_j``) take proportionally smaller steps instead of being normalised up to full ones.
     """
 
-    iterations: int = 3
+    iterations: int = 4
     step: float = 5e-4
     memory: float = 0.9
     floor: float = 200.0
@@ -204,7 +206,7 @@ class ParticleFilterConfig:
     """The particle-filter baseline (§VI-C).
 
     Attributes:
-        n_particles: ``N`` (50 in the paper: as many rollouts per step as ``10`` estimates × gradient steps).
+        n_particles: ``N`` (50 in the paper: as many rollouts per step as 10 estimates × 5 rollouts each).
         process_std: ``(P,)`` std of the random walk added in the prediction [θ units, m].
         beta: ``β`` of the weights ``exp(-β c)`` (eq 12).
     """

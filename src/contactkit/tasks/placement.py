@@ -15,9 +15,10 @@ tool frame is the gripper (end-effector) frame with the F/T sensor at its origin
   ``l2`` and height ``h``; the bowl is polygonal (an inverted square pyramid of slope 0.3 made of four convex
   pieces), so the block seats on the pillar's four top edges when centred; goal: the bowl's centre over the pillar's
   top centre. Error: distance [mm].
-* ``cup-saucer`` — a cup (octagonal prism, 30 mm apothem, the "solid cylinder" of §VI-F) placed into the flat well
-  (12-gon, 40 mm) of a saucer whose sloped rim is twelve convex wedges; saucer location ``l1``, ``l2``, ``h``
-  uncertain. Error: distance of the cup's bottom centre from the well's [mm].
+* ``cup-saucer`` — a cup (octagonal prism, 30 mm apothem, the "solid cylinder" of §VI-F) placed into the well of a
+  saucer that fits its foot with 1.5 mm radial clearance, inside a rim that rises 5 mm over 10 mm (twelve convex
+  wedges); saucer location ``l1``, ``l2``, ``h`` uncertain. Error: distance of the cup's bottom centre from the
+  well's [mm].
 
 Simplifications: the end-effector and object are one rigid body (§IV-A); the gripper's own geometry is left out;
 contact friction is 0.5 everywhere; the parts are rigid polytopes (the bowl and the cup are polygonal; the bowl is the
@@ -194,7 +195,10 @@ def cup_saucer_task() -> PlacementTask:
     cup_poly, cup_h = polygon("circle", 0.03, circle_segments=8), 0.08
     cup = _piece(np.concatenate([np.column_stack([cup_poly, np.full(8, -cup_h)]),
                                  np.column_stack([cup_poly, np.zeros(8)])]), "cup", n_params=3)
-    floor, rim_top, r_in, r_mid = 0.004, 0.012, 0.040, 0.048
+    # the well fits the cup's foot with 1.5 mm radial clearance; its wall rises 5 mm over 10 mm (27°)
+    floor, rim_top = 0.004, 0.009
+    r_in = (float(np.linalg.norm(cup_poly[0])) + 1.5e-3) / np.cos(np.pi / 12)
+    r_mid = r_in + 0.010
     base_poly = polygon("circle", 0.06, circle_segments=12)
     r_out = float(np.linalg.norm(base_poly[0]))
     move = _translation_basis((0, 1, 2))  # the saucer's 3-D location (§VI-F)
@@ -208,7 +212,7 @@ def cup_saucer_task() -> PlacementTask:
         pieces.append(_piece(verts, f"saucer-rim{k}", move))
     return PlacementTask(TaskName.CUP_SAUCER, ("l1", "l2", "h"), (cup,), (_table(3), *pieces),
                          np.array([0.0, 0.0, -cup_h]), np.zeros((3, 3)), np.array([0.0, 0.0, floor]), np.eye(3),
-                         lift=0.016, init_std=np.array([5e-3, 5e-3, 2e-3]))
+                         lift=0.012, init_std=np.array([5e-3, 5e-3, 2e-3]))
 
 
 TASKS = {TaskName.SHAPE: shape_task, TaskName.POSE: pose_task, TaskName.ENV: env_task,
@@ -354,8 +358,8 @@ class PolicyConfig:
         press: depth of the reference below the goal [m] (a contact force ``K·press`` at the goal).
         align_tol: the reference is aligned when within this horizontal distance of the goal [m] ...
         align_rot_tol: ... and within this angle of the goal orientation [rad].
-        unload: while not aligned the reference height is held this far above the measured tool height [m], so that
-            the object is not pressed (friction would stall the correction) and does not descend.
+        unload: while not aligned a reference below the tool is raised this far above the measured tool height [m],
+            so that the object is not pressed (friction would stall the correction) and does not descend.
     """
 
     pos_step: float = 1e-3
@@ -375,19 +379,25 @@ def policy(task: PlacementTask, ref_pos, ref_quat, tool_pos, theta_hat, config: 
     """``u_t = π(x_t, θ̂)`` (eq 3): the reference pose interpolated toward the goal ``G(θ̂)``.
 
     The reference moves horizontally and turns toward the goal by at most ``pos_step`` and ``rot_step`` per step.
-    Once aligned it descends toward the goal pressed ``press`` down; while not aligned it holds ``unload`` above
-    the measured tool height ``tool_pos[2]``. Returns the new reference ``(pos (3,) [m], quat (4,))``.
+    It descends toward the goal pressed ``press`` down once aligned: the measured tool position ``tool_pos (3,)``
+    horizontally within ``align_tol`` of the goal's (so that friction holding the tool short of its reference counts
+    as misaligned) and the reference orientation within ``align_rot_tol`` of the goal's (the measured one hangs off
+    it under the weight's torque). While not aligned, a reference below the tool is raised to ``unload`` above the
+    measured height, and a reference above it is held.
+    Returns the new reference ``(pos (3,) [m], quat (4,))``.
     """
     goal_pos, goal_quat = goal_pose(task, theta_hat)
     ref_pos, ref_quat = np.asarray(ref_pos, dtype=np.float64), np.asarray(ref_quat, dtype=np.float64)
     turn = quat_to_rotvec(quat_mul(goal_quat, ref_quat * np.array([1.0, -1.0, -1.0, -1.0])))
-    lateral = goal_pos[:2] - ref_pos[:2]
-    aligned = np.linalg.norm(lateral) <= config.align_tol and np.linalg.norm(turn) <= config.align_rot_tol
+    aligned = (np.linalg.norm(goal_pos[:2] - np.asarray(tool_pos)[:2]) <= config.align_tol
+               and np.linalg.norm(turn) <= config.align_rot_tol)
     if aligned:
         z = ref_pos[2] + float(np.clip(goal_pos[2] - config.press - ref_pos[2], -config.pos_step, config.pos_step))
+    elif ref_pos[2] < tool_pos[2]:  # pressing (or leading the tool down): hold just above the tool instead
+        z = float(tool_pos[2]) + config.unload
     else:
-        z = max(ref_pos[2], float(tool_pos[2]) + config.unload)
-    pos = np.array([*(ref_pos[:2] + _clip(lateral, config.pos_step)), z])
+        z = ref_pos[2]
+    pos = np.array([*(ref_pos[:2] + _clip(goal_pos[:2] - ref_pos[:2], config.pos_step)), z])
     return pos, quat_mul(rotvec_to_quat(_clip(turn, config.rot_step)), ref_quat)
 
 

@@ -10,8 +10,15 @@ implicitly (linearised about the step start), so one step ``Δ`` of the collisio
 
 with ``e`` the pose error, ``g`` the gravity wrench left after the controller's weight compensation, and the contact
 impulses ``λ`` from the box-friction LCP (:mod:`.lcp_grad`) on ``u = J ξ⁺ + bias`` (the engine's velocity-level
-Signorini condition with a speculative bias ``d/Δ`` for open gaps and a Baumgarte term ``β d/Δ`` that pushes a
-penetration ``d < 0`` out, and a small regularisation of ``W``).
+Signorini condition with a speculative bias ``d/h`` for open gaps, ``h`` the phase's length, and a Baumgarte term
+``β d/Δ`` that pushes a penetration ``d < 0`` out, and a small regularisation of ``W``).
+
+Why the Baumgarte term matters here: the estimators predict each reading from the *measured* state (eq 9), which may
+penetrate the model's geometry when ``θ`` is wrong. A purely velocity-level contact would then read the same force
+whatever the penetration, leaving ``∂y/∂θ = 0``; with ``β`` the predicted force grows with the penetration, and the
+residual of eq 10 is smallest where the model's surfaces just touch the measured pose. Open gaps give gradients only
+through the time of impact (within one step's travel), beyond which the residual is flat in ``θ`` (§V-B's reason
+for a belief over several estimates).
 
 Collision within a step (§IV-C): when a contact that is open at ``q_t`` would close during the step under the free
 motion, the step is split at its time of impact ``toi = d / (Δ · clamp(-u_n, ε))`` (``u_n`` the free normal
