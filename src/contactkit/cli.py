@@ -53,7 +53,9 @@ def collect(
     steps: int = 400,
     seed: int = 0,
     world: Annotated[str | None, typer.Option(help="physics: 'nominal', 'target' or a JSON file")] = None,
-    backend: Annotated[str, typer.Option(help="simulator: mujoco")] = "mujoco",
+    backend: Annotated[
+        str, typer.Option(help="simulator: mujoco (the reference) | engine (contactkit's rigid contact engine)")
+    ] = "mujoco",
 ) -> None:
     """Collect trajectories (state, action, F/T) into an HDF5 dataset."""
     from contactkit.data.collect import CollectSpec
