@@ -268,7 +268,7 @@ def evaluate(
 
 def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
              plots: Path | None = None) -> None:
-    from contactkit.eval.harness import run_measurement
+    from contactkit.eval.harness import markdown_of, run_measurement
 
     try:
         with console.status(f"{kind} {name}{' (quick)' if quick else ''} ..."):
@@ -285,6 +285,9 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
         _fail(exc)
     shown = {k: v for k, v in result.items() if k != "provenance"}
     console.print_json(json.dumps(shown, default=str))
+    table = markdown_of(result)
+    if table is not None:
+        console.print(table, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

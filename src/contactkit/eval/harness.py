@@ -3,6 +3,8 @@
 A measurement module exposes ``run(quick: bool, seed: int, device: str) -> dict``. The harness adds the
 command line, seed, package versions and machine, writes ``--json`` when asked, and for a full run (not
 ``--quick``) stores ``docs/results/NAME.json`` from which ``contactkit results`` builds docs/RESULTS.md.
+A module may also expose ``markdown(result) -> str``, its own table of the result: the harness then writes it
+next to every JSON it writes (``NAME.md``), and ``contactkit results`` shows it instead of the generic tables.
 """
 
 from __future__ import annotations
@@ -60,12 +62,17 @@ def provenance(seed: int, quick: bool) -> dict:
     }
 
 
-def atomic_write_json(path: Path, payload: dict) -> None:
-    """Write JSON to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def atomic_write_json(path: Path, payload: dict) -> None:
+    """Write JSON to ``path`` atomically (:func:`atomic_write_text`)."""
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
 
 
 def run_measurement(
@@ -99,8 +106,18 @@ def run_measurement(
         **result,
         "provenance": {**provenance(seed, quick), "wall_s": time.perf_counter() - started},
     }
-    if json_path:
-        atomic_write_json(Path(json_path), result)
-    if not quick:
-        atomic_write_json(Path(results_dir) / f"{name}.json", result)
+    table = markdown_of(result)
+    targets = ([Path(json_path)] if json_path else []) + ([Path(results_dir) / f"{name}.json"] if not quick else [])
+    for path in targets:
+        atomic_write_json(path, result)
+        if table is not None:
+            atomic_write_text(path.with_suffix(".md"), table)
     return result
+
+
+def markdown_of(result: dict) -> str | None:
+    """The measurement's own markdown table of ``result`` (its module's ``markdown``), or None if it has none."""
+    registry = BENCHMARKS if result.get("kind") == "benchmark" else EXPERIMENTS
+    module_name = registry.get(result.get("name", ""))
+    render = getattr(importlib.import_module(module_name), "markdown", None) if module_name else None
+    return render(result) if render is not None else None

@@ -35,7 +35,11 @@ def _table(rows: list[dict]) -> list[str]:
 
 
 def render_one(data: dict) -> str:
-    """Markdown section of one result file: provenance line, scalar table, list-of-dict tables."""
+    """Markdown section of one result file: provenance line, scalar table, and the measurement's own table
+    (:func:`contactkit.eval.harness.markdown_of`) or else a generic table per list of dicts."""
+    from contactkit.eval.harness import markdown_of
+
+    own = markdown_of(data)
     prov = data.get("provenance", {})
     lines = [
         f"## {data.get('kind', 'result')} `{data.get('name')}`",
@@ -53,7 +57,8 @@ def render_one(data: dict) -> str:
             _flat(key, value, folded)
             continue
         if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-            lines += [f"**{key}**", "", *_table(value), ""]
+            if own is None:
+                lines += [f"**{key}**", "", *_table(value), ""]
         else:
             _flat(key, value, scalars)
     if scalars:
@@ -64,6 +69,8 @@ def render_one(data: dict) -> str:
             + [""]
             + lines[4:]
         )
+    if own is not None:
+        lines += [own]
     if folded:
         lines += ["<details><summary>configuration</summary>", "", "| setting | value |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in folded] + ["", "</details>", ""]

@@ -1,0 +1,66 @@
+"""The measurement harness stores full runs (JSON, and the module's own markdown table) and RESULTS.md uses them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from contactkit.errors import InvalidInputError
+from contactkit.eval import harness
+from contactkit.eval.results import render_results
+
+ROWS = [{"case": "a", "value": 1.5}, {"case": "b", "value": 2.5}]
+
+
+def _module(name: str, with_markdown: bool) -> types.ModuleType:
+    module = types.ModuleType(name)
+
+    def run(quick: bool, seed: int, device: str) -> dict:
+        return {"rows": [dict(r, seed=seed, quick=quick) for r in ROWS], "total": sum(r["value"] for r in ROWS)}
+
+    module.run = run
+    if with_markdown:
+        module.markdown = lambda result: "| case | twice |\n|---|---|\n" + "".join(
+            f"| {r['case']} | {2 * r['value']:g} |\n" for r in result["rows"])
+    return module
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """Two registered benchmarks computed by a function: one with its own markdown table, one without."""
+    for name, md in (("fake_own", True), ("fake_plain", False)):
+        monkeypatch.setitem(sys.modules, f"_ck_test_{name}", _module(f"_ck_test_{name}", md))
+        monkeypatch.setitem(harness.BENCHMARKS, name.replace("_", "-"), f"_ck_test_{name}")
+
+
+def test_full_run_stores_json_and_the_modules_table(fake, tmp_path):
+    results = tmp_path / "results"
+    out = harness.run_measurement("benchmark", "fake-own", quick=False, seed=3, results_dir=results,
+                                  json_path=str(tmp_path / "out.json"))
+    assert out["total"] == 4.0 and out["provenance"]["seed"] == 3 and not out["provenance"]["quick"]
+    for path in (results / "fake-own.json", tmp_path / "out.json"):
+        assert json.loads(path.read_text())["rows"] == out["rows"]
+        assert path.with_suffix(".md").read_text().splitlines()[2:] == ["| a | 3 |", "| b | 5 |"]
+    assert not list(tmp_path.rglob("*.tmp"))  # atomic writes leave nothing behind
+
+
+def test_quick_run_is_not_stored(fake, tmp_path):
+    harness.run_measurement("benchmark", "fake-own", quick=True, results_dir=tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_results_page_uses_the_modules_table_else_the_generic_one(fake, tmp_path):
+    for name in ("fake-own", "fake-plain"):
+        harness.run_measurement("benchmark", name, quick=False, results_dir=tmp_path)
+    page = render_results(tmp_path)
+    own, plain = page.split("## benchmark `fake-plain`")[0], page.split("## benchmark `fake-plain`")[1]
+    assert "| a | 3 |" in own and "| case | value |" not in own  # its own table replaces the generic one
+    assert "| case | value | seed | quick |" in plain and "| total | 4 |" in plain
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(InvalidInputError, match="tight-insertion"):
+        harness.run_measurement("benchmark", "no-such-benchmark", quick=True)
