@@ -12,7 +12,7 @@ from contactkit.engine.diff.step import DiffScene, StepConfig, diff_step
 from contactkit.errors import InvalidInputError
 from contactkit.estimation.geometry_belief import (
     HORIZON,
-    SWITCH_MARGIN,
+    TIE_RTOL,
     Belief,
     DescentConfig,
     History,
@@ -22,6 +22,7 @@ from contactkit.estimation.geometry_belief import (
     descend,
     init_belief,
     init_particles,
+    least_cost,
     pf_update,
     residual,
     triggered,
@@ -79,6 +80,21 @@ def test_gradient_descent_recovers_the_plane_height_from_readings_alone(model, h
     assert belief.costs[0] < 1e-6  # the readings are reproduced
 
 
+def test_a_step_that_raises_the_cost_is_undone(model):
+    """From 0.2 mm above the true plane a 6 mm step overshoots far onto the flat side (the model's plane well below
+    the box, predicting no force): it is rejected and the estimate kept; later iterations halve the step until one
+    lowers the cost."""
+    window = list(windows(record(model, -1e-3, steps=9)))[-1]
+    start = np.array([[-0.8e-3]])
+    at_start = residual(model, window, torch.tensor(start)).item()
+    big = DescentConfig(iterations=1, step=6e-3, floor=1e-12)
+    after = descend(model, window, Belief(start, np.ones(1), np.zeros((1, 1))), big)
+    assert after.thetas[0, 0] == start[0, 0] and after.costs[0] == pytest.approx(at_start, rel=1e-12)
+    more = descend(model, window, Belief(start, np.ones(1), np.zeros((1, 1))),
+                   DescentConfig(iterations=6, step=6e-3, floor=1e-12))  # 6, 3, 1.5, ... mm until one is accepted
+    assert more.costs[0] < at_start and 0.0 < abs(more.thetas[0, 0] - start[0, 0]) <= 3e-3
+
+
 def test_a_belief_recovers_the_height_where_a_single_estimate_is_flat(model):
     height = 5e-3
     history = record(model, height)
@@ -119,13 +135,19 @@ def test_belief_and_filter_are_deterministic_for_a_seed(model):
     assert not np.array_equal(run(5), run(6))
 
 
-def test_the_incumbent_estimate_is_kept_within_the_switch_margin(model):
+def test_the_least_costly_estimate_is_acted_on_and_a_tie_keeps_the_incumbent(model):
+    beyond, within = 0.1 * (1.0 + 1.01 * TIE_RTOL), 0.1 * (1.0 + 0.99 * TIE_RTOL)
+    assert least_cost(np.array([0.30, 0.10, beyond]), incumbent=2) == 1  # §V-B: the minimum ...
+    assert least_cost(np.array([0.30, 0.10, within]), incumbent=2) == 2  # ... the incumbent among ties
+    assert least_cost(np.array([0.30, 0.10, 0.10]), incumbent=0) == 1
     window = list(windows(record(model, -1e-3, steps=9)))[-1]
-    belief = Belief(np.array([[-1.0e-3], [-0.999e-3]]), np.ones(2), np.zeros((2, 1)), chosen=1)
-    after = descend(model, window, belief, DescentConfig(iterations=1))
-    assert abs(after.costs[0] - after.costs[1]) < SWITCH_MARGIN and after.chosen == 1
-    far = Belief(np.array([[-1.0e-3], [2e-3]]), np.ones(2), np.zeros((2, 1)), chosen=1)
-    assert descend(model, window, far, DescentConfig(iterations=1)).chosen == 0
+    # both planes lie millimetres below the readings' contact: each predicts no force, so both cost the same
+    flat = Belief(np.array([[-6e-3], [-8e-3]]), np.ones(2), np.zeros((2, 1)), chosen=1)
+    after = descend(model, window, flat, DescentConfig(iterations=1))
+    assert after.costs[0] == after.costs[1] > 0.0 and after.chosen == 1
+    near = Belief(np.array([[-6e-3], [-1e-3]]), np.ones(2), np.zeros((2, 1)), chosen=0)
+    after = descend(model, window, near, DescentConfig(iterations=1))
+    assert after.costs[1] < after.costs[0] and after.chosen == 1 and best_estimate(after)[0] == after.thetas[1, 0]
 
 
 def test_an_empty_history_changes_nothing_and_the_first_estimate_is_the_guess(model):

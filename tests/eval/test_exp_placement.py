@@ -35,6 +35,7 @@ def test_result_has_the_issue_keys_in_range(tiny_result):
     assert 0.0 <= result["gradcheck_max_rel_err"] <= 1e-4
     assert set(result["gradcheck"]) == {"shape/sticking"}  # one case: the quick set of checks
     assert all(c["finite"] and c["n_contacts"] > 0 for c in result["gradcheck"].values())
+    assert all(c["switching"] == [] for c in result["gradcheck"].values())  # a generic point: no structure switch
     json.dumps(result)  # the harness writes it as JSON
 
 

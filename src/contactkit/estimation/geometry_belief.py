@@ -3,9 +3,10 @@
 * :func:`residual` — eqs 9–10: one-step predictions ``y_{t'+1} = f(x_{t'}, u_{t'}; θ)`` from the measured states and
   the applied references of the last ``H`` steps, compared with the measured readings (a weighted squared error).
 * :func:`descend` — §V-A: gradient descent on ``r_t(θ)`` from the previous estimate (``iterations`` steps, each
-  scaled by a running maximum of the gradient's magnitude per parameter, so a step never exceeds ``step`` [m]).
+  scaled by a running maximum of the gradient's magnitude per parameter, so a step never exceeds ``step`` [m]; a step
+  that raises ``r_t`` is undone and the next one halved).
 * :class:`Belief`, :func:`init_belief`, :func:`update_belief`, :func:`best_estimate` — §V-B, eq 11: ``N`` estimates with
-  their costs; every one descends, the cheapest one is acted on.
+  their costs; every one descends, the cheapest one is acted on (:func:`least_cost`; the incumbent among ties).
 * :class:`Particles`, :func:`pf_update` — the particle-filter baseline (§VI-C, eq 12): Gaussian random-walk
   prediction, weights ``exp(-β c)``, low-variance (systematic) resampling.
 * :func:`triggered` — the trigger-based heuristic's test (§VI-C).
@@ -35,13 +36,12 @@ FORCE_SCALE = 1.0
 TORQUE_SCALE = 0.02
 """Torque error that costs 1 [N·m] (a force error of 1 N at 20 mm)."""
 
-SWITCH_MARGIN = 1e-2
-"""The estimate acted on changes only to one cheaper by this (a force error of 0.1 N) ..."""
-
-SWITCH_RATIO = 0.3
-"""... and by this fraction of the incumbent's cost: without contact in the window every estimate that predicts none
-costs 0, and the incumbent is kept rather than the first of the ties; nor does the choice flip between hypotheses
-that the readings hardly tell apart (costs within the model's own mismatch with the world)."""
+TIE_RTOL = 0.1
+"""Costs within this fraction of the least cost tie, and among tied estimates the one acted on is kept (§V-B's
+minimum, with ties broken toward the incumbent): with no contact in the window every estimate that predicts none costs
+exactly the same, and a parameter that the window's contacts do not involve (the far wall of ``shape`` while one
+corner touches) changes the cost by well under this, so the choice would otherwise flip between hypotheses on noise
+(a 10 % cost ratio is a ~5 % force error)."""
 
 
 @dataclass(frozen=True)
@@ -166,27 +166,40 @@ def init_belief(theta_init: np.ndarray, std: np.ndarray, n: int, rng: np.random.
 def descend(model: WrenchModel, history: History, belief: Belief, config: DescentConfig = DescentConfig()) -> Belief:
     """§V-A for every estimate of ``belief``: ``config.iterations`` scaled gradient steps on ``r_t``; new costs.
 
-    Each step is ``Δθ_j = -step · g_j / max(m_j, |g_j|, floor)`` with ``g = ∂r_t/∂θ`` (autograd through the step) and
-    ``m`` the decayed running maximum, so ``|Δθ_j| ≤ step``; the returned costs are ``r_t`` at the final estimates.
+    Each step is ``Δθ_j = -s · step · g_j / max(m_j, |g_j|, floor)`` with ``g = ∂r_t/∂θ`` (autograd through the step),
+    ``m`` the decayed running maximum and ``s`` the backtracking factor (1, halved after each rejected step), so
+    ``|Δθ_j| ≤ step``. A step is rejected, and undone, when the next evaluation of ``r_t`` (the forward pass of the
+    next gradient, or the final cost evaluation) is higher: ``r_t`` rises steeply where the model's surfaces press into
+    each other and is flat where they part (an open gap), so a full step past its minimum would land on the flat side
+    and stay there. Rollouts per estimate: ``iterations + 1`` (the budget of §VI-C). Returns the estimates with
+    ``r_t`` at them as costs.
     """
     thetas, scale = belief.thetas.copy(), belief.scale.copy()
-    costs = None
-    for _ in range(config.iterations):
-        theta = torch.tensor(thetas, requires_grad=True)
+    shrink = np.ones(len(thetas))
+    kept = None  # the last accepted estimates, their costs and gradients
+    for it in range(config.iterations + 1):
+        last = it == config.iterations
+        theta = torch.tensor(thetas, requires_grad=not last)
         cost, touching = _residual(model, history, theta)
-        if not touching:  # no feature pair within the margin anywhere: the predictions, hence r_t, are flat in θ
-            costs = cost.detach().numpy()
+        costs = cost.detach().numpy()
+        grad = np.zeros_like(thetas) if last or not touching else torch.autograd.grad(cost.sum(), theta)[0].numpy()
+        if kept is not None:
+            worse = costs > kept[1]
+            thetas[worse], costs[worse], grad[worse] = kept[0][worse], kept[1][worse], kept[2][worse]
+            shrink[worse] *= 0.5
+        if last or (kept is None and not touching):  # no feature pair in the margin: r_t is flat in θ
             break
-        grad = torch.autograd.grad(cost.sum(), theta)[0].numpy()
         scale = np.maximum(config.memory * scale, np.abs(grad))
-        thetas = thetas - config.step * grad / np.maximum(scale, config.floor)
-    if costs is None:
-        with torch.no_grad():
-            costs = residual(model, history, torch.tensor(thetas)).numpy()
+        kept = (thetas.copy(), costs.copy(), grad.copy())
+        thetas = thetas - (shrink * config.step)[:, None] * grad / np.maximum(scale, config.floor)
+    return Belief(thetas, costs, scale, least_cost(costs, belief.chosen))
+
+
+def least_cost(costs: np.ndarray, incumbent: int) -> int:
+    """§V-B: the index of the estimate with the minimum cost in ``costs (N,)``; ``incumbent`` where it ties
+    (:data:`TIE_RTOL`)."""
     best = int(np.argmin(costs))
-    incumbent = costs[belief.chosen]
-    chosen = best if costs[best] < incumbent - max(SWITCH_MARGIN, SWITCH_RATIO * incumbent) else belief.chosen
-    return Belief(thetas, costs, scale, chosen)
+    return incumbent if costs[incumbent] <= costs[best] * (1.0 + TIE_RTOL) else best
 
 
 def update_belief(model: WrenchModel, history: History, belief: Belief,
@@ -196,8 +209,7 @@ def update_belief(model: WrenchModel, history: History, belief: Belief,
 
 
 def best_estimate(belief: Belief) -> np.ndarray:
-    """The estimate ``(P,)`` acted on (§V-B): the least costly, unless the incumbent is within the switch margins
-    (:data:`SWITCH_MARGIN`, :data:`SWITCH_RATIO`)."""
+    """The estimate ``(P,)`` acted on (§V-B): the least costly (the incumbent among ties, :func:`least_cost`)."""
     return belief.thetas[belief.chosen].copy()
 
 

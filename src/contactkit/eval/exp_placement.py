@@ -10,9 +10,10 @@ from ``θ_init = 0`` above the nominal goal, run ``T = 50`` steps of 50 ms and r
 bottom face's tilt [deg] for ``shape`` and the distance to the goal [mm] otherwise (§VI-D).
 
 Output: ``tasks.TASK.METHOD.{mean, ci95, errors}`` (``ci95``: Student-t 95 % interval of the mean over the cases),
-``tasks.TASK.unit``, ``gradcheck_max_rel_err`` (central differences of the step for every task's kind of ``θ``, in
-sticking, sliding and impacting contact) and, with ``plots``, ``fig4_release_error.png`` and one estimate-trace
-figure per task (Figs. 5–7).
+``tasks.TASK.unit``, ``gradcheck_max_rel_err`` (finite differences of the step, with the step sweep of
+:mod:`contactkit.engine.diff.gradcheck`, for every task's kind of ``θ``, in sticking, sliding and impacting contact;
+per case the worst block and any input whose every probe switched the step's structure) and, with ``plots``,
+``fig4_release_error.png`` and one estimate-trace figure per task (Figs. 5–7).
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, confi
             if not fired:
                 ref_pos, ref_quat = descend(ref_pos, ref_quat, config.policy)
         else:
-            ref_pos, ref_quat = policy(task, ref_pos, ref_quat, state.pos, estimate, config.policy)
+            ref_pos, ref_quat = policy(task, ref_pos, ref_quat, state.pos, state.quat, estimate, config.policy)
         delta = np.concatenate([ref_pos - state.pos, quat_to_rotvec(quat_mul(ref_quat, quat_conj(state.quat)))])
         result = world.step(delta, ActionMode.POSE_DELTA)
         records.append((state.pos, state.quat, state.lin_vel, state.ang_vel, ref_pos, ref_quat, result.wrench))
@@ -196,8 +197,10 @@ def gradient_checks(tasks: list[PlacementTask], config: PlacementConfig, seed: i
         pairs = list(zip(("sticking", "sliding", "impact"), gradcheck_configurations(task, rng), strict=True))
         for mode, base in pairs[:modes]:
             check = check_step(scene, config.step, base)
-            out[f"{task.name.value}/{mode}"] = {"max_rel_err": check.max_rel_err, "toi": check.toi,
-                                               "n_contacts": check.n_contacts, "finite": check.finite()}
+            worst = max(check.rel_err, key=check.rel_err.get, default=None)
+            out[f"{task.name.value}/{mode}"] = {"max_rel_err": check.max_rel_err, "worst_block": worst,
+                                               "toi": check.toi, "n_contacts": check.n_contacts,
+                                               "finite": check.finite(), "switching": list(check.switching)}
     return {"cases": out, "max_rel_err": max(v["max_rel_err"] for v in out.values())}
 
 

@@ -6,8 +6,9 @@ at the hidden ``θ_gt`` (:func:`task_scene`) and the differentiable model at an 
 tool frame is the gripper (end-effector) frame with the F/T sensor at its origin; the table top is ``z = 0``.
 
 * ``shape`` — a 50 mm cube held at its top face whose left and right walls are ``d1``, ``d2`` longer than nominal,
-  so its bottom is tilted in the hand; goal set: bottom face flat on the table (any position; the policy keeps the
-  start's). Error: angle between the bottom face and the table [deg].
+  so its bottom is tilted in the hand; goal set: bottom face flat on the table (any position; the policy's closest
+  goal keeps the bottom centre's measured horizontal position). Error: angle between the bottom face and the table
+  [deg].
 * ``pose`` — a box-end wrench (a hexagonal ring, 1 mm clearance, and a handle held 60 mm from the ring's centre)
   with in-hand offsets ``x`` (along the handle) and ``z``, placed over a hex part (20 mm across flats, 12 mm high)
   to rest on the table. Error: distance of the ring's centre from its goal [mm].
@@ -375,18 +376,35 @@ def _clip(v: np.ndarray, limit: float) -> np.ndarray:
     return v if n <= limit else v * (limit / n)
 
 
-def policy(task: PlacementTask, ref_pos, ref_quat, tool_pos, theta_hat, config: PolicyConfig = PolicyConfig()):
-    """``u_t = π(x_t, θ̂)`` (eq 3): the reference pose interpolated toward the goal ``G(θ̂)``.
+def closest_goal(task: PlacementTask, theta, tool_pos, tool_quat) -> tuple[np.ndarray, np.ndarray]:
+    """The goal ``(pos (3,) [m], quat (4,))`` of ``G(θ)`` closest to the measured tool pose (§VI-B).
+
+    For ``shape``, whose goal set leaves the position on the table free, the object's reference point (the bottom
+    face's centre) keeps its measured horizontal position ``tool_pos + R(tool_quat) ref(θ)``; the other goal sets
+    hold a single pose (:func:`goal_pose`).
+    """
+    pos, quat = goal_pose(task, theta)
+    if task.angle_error:
+        ref = task.ref_base + np.asarray(theta, dtype=np.float64) @ task.ref_basis
+        point = np.asarray(tool_pos, dtype=np.float64) + quat_to_mat(np.asarray(tool_quat, dtype=np.float64)) @ ref
+        pos[:2] = point[:2] - (quat_to_mat(quat) @ ref)[:2]
+    return pos, quat
+
+
+def policy(task: PlacementTask, ref_pos, ref_quat, tool_pos, tool_quat, theta_hat,
+           config: PolicyConfig = PolicyConfig()):
+    """``u_t = π(x_t, θ̂)`` (eq 3): the reference pose interpolated toward the closest goal in ``G(θ̂)``
+    (:func:`closest_goal` of the measured tool pose ``tool_pos (3,)`` [m], ``tool_quat (4,)``).
 
     The reference moves horizontally and turns toward the goal by at most ``pos_step`` and ``rot_step`` per step.
-    It descends toward the goal pressed ``press`` down once aligned: the measured tool position ``tool_pos (3,)``
+    It descends toward the goal pressed ``press`` down once aligned: the measured tool position
     horizontally within ``align_tol`` of the goal's (so that friction holding the tool short of its reference counts
     as misaligned) and the reference orientation within ``align_rot_tol`` of the goal's (the measured one hangs off
     it under the weight's torque). While not aligned, a reference below the tool is raised to ``unload`` above the
     measured height, and a reference above it is held.
     Returns the new reference ``(pos (3,) [m], quat (4,))``.
     """
-    goal_pos, goal_quat = goal_pose(task, theta_hat)
+    goal_pos, goal_quat = closest_goal(task, theta_hat, tool_pos, tool_quat)
     ref_pos, ref_quat = np.asarray(ref_pos, dtype=np.float64), np.asarray(ref_quat, dtype=np.float64)
     turn = quat_to_rotvec(quat_mul(goal_quat, ref_quat * np.array([1.0, -1.0, -1.0, -1.0])))
     aligned = (np.linalg.norm(goal_pos[:2] - np.asarray(tool_pos)[:2]) <= config.align_tol

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from contactkit.engine.diff.features import contact_features, world_tool_vertices
-from contactkit.engine.diff.gradcheck import Configuration, check_step
+from contactkit.engine.diff.gradcheck import FD_STEPS, Configuration, _sweep, check_step
 from contactkit.engine.diff.step import StepConfig, prepare_geometry, world_planes
 from contactkit.rotations import rotvec_to_quat
 
@@ -68,3 +68,32 @@ def test_every_gradient_matches_central_differences(contact_scene, mode):
         assert np.all(np.abs(analytic - numeric).max(axis=0) / scale <= BAR)
     if mode == "impact":
         assert 0.0 < check.toi < 1.0
+    assert check.switching == ()  # generic configurations: every input has steps that keep the structure
+
+
+def test_the_step_sweep_avoids_round_off_and_truncation():
+    """On ``f = (1e4 + sin x, 1e-3 cos 3000x)``: the first entry is tiny against its value (round-off rules small steps
+    out), the second strongly curved (truncation rules large steps out); each entry's chosen step gives its
+    derivative to 1e-8 where a fixed 1e-6 step misses the first by over 1e-7."""
+    x, steps = 0.3, np.array(FD_STEPS)
+    offsets = np.array([1.0, -1.0, 2.0, -2.0])
+    probe = x + steps[:, None] * offsets[None]
+    values = np.stack([1e4 + np.sin(probe), 1e-3 * np.cos(3000 * probe)], axis=-1)[:, :, None, :]  # (S, 4, 1, 2)
+    numeric, chosen, switching = _sweep(values, np.ones((len(steps), 4, 1), dtype=bool), steps)
+    exact = np.array([np.cos(x), -3.0 * np.sin(3000 * x)])
+    assert np.all(np.abs(numeric[:, 0] - exact) <= 1e-8 * np.abs(exact)) and not switching[0]
+    assert chosen[0, 0] > 10 * chosen[1, 0]  # the flat entry takes a larger step than the curved one
+    fixed = (1e4 + np.sin(x + 1e-6) - 1e4 - np.sin(x - 1e-6)) / 2e-6
+    assert abs(fixed - exact[0]) > 1e-7 * abs(exact[0])
+
+
+def test_a_switch_at_every_step_is_reported_and_differenced_at_the_smallest_step():
+    steps = np.array(FD_STEPS)
+    values = np.zeros((len(steps), 4, 2, 1))
+    values[:, 0, :, 0] = values[:, 2, :, 0] = 1.0  # a jump at x: +1 on the right of it
+    same = np.ones((len(steps), 4, 2), dtype=bool)
+    same[:, 0, 1] = False  # input 1's right-hand probes change the structure at every step
+    same[:-2, 0, 0] = False  # input 0's only at the larger steps
+    numeric, chosen, switching = _sweep(values, same, steps)
+    assert list(switching) == [False, True]
+    assert chosen[0, 1] == steps[-1] and chosen[0, 0] == steps[-2]

@@ -106,3 +106,19 @@ def test_theta_of_the_wrong_size_is_refused():
     s = scene(tool_tip(), (table(),))
     with pytest.raises(InvalidInputError, match="theta"):
         run(s, StepConfig(), [0.0, 0.0, 0.1], theta=torch.zeros((1, 2), dtype=torch.float64))
+
+
+def test_a_problem_does_not_depend_on_the_rest_of_its_batch():
+    """The speculative margin is each problem's own: a tip at rest 1.5 mm above the table keeps its (empty) feature
+    pairs, structure and outputs whether it is stepped alone or beside a tip falling at 1 m/s."""
+    s = scene(tool_tip(), (table(),))
+    t = lambda x: torch.as_tensor(np.asarray(x, dtype=float))  # noqa: E731
+    quat, zero = t([[1.0, 0, 0, 0]] * 2), t([[0.0, 0.0, 0.0]] * 2)
+    pos, vel = t([[0.0, 0.0, 0.0215], [0.05, 0.0, 0.03]]), t([[0.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+    both = diff_step(s, StepConfig(), pos, quat, vel, zero, pos, quat, torch.zeros((2, N_PARAMS), dtype=torch.float64))
+    alone = diff_step(s, StepConfig(), pos[:1], quat[:1], vel[:1], zero[:1], pos[:1], quat[:1],
+                      torch.zeros((1, N_PARAMS), dtype=torch.float64))
+    assert both.n_contacts[1] > 0 and both.n_contacts[0] == alone.n_contacts[0] == 0
+    assert both.structure[0] == alone.structure[0]
+    for a, b in ((both.wrench, alone.wrench), (both.pos, alone.pos), (both.lin_vel, alone.lin_vel)):
+        np.testing.assert_array_equal(a[:1].numpy(), b.numpy())

@@ -170,17 +170,18 @@ def _rows(b: np.ndarray, point: np.ndarray, normal: np.ndarray, gap: np.ndarray,
     return out
 
 
-def _edge_axes(tool: Side, env: Side, margin: float):
+def _edge_axes(tool: Side, env: Side, margin: np.ndarray):
     """Edge-pair axes that may hold a contact: ``(r, i, j, separation, sign, valid)`` flat over the candidate pairs.
 
     Candidates are pairs of a tool edge ``i`` and an environment edge ``j`` of row ``r`` whose bounding boxes come
-    within ``margin`` (a necessary condition for a contact between them); for each, the separation along the
+    within ``margin (R,)`` (a necessary condition for a contact between them); for each, the separation along the
     normalised ``e_T × e_E`` (the better of its two orientations) and whether both edges are support features.
     """
     rows = np.arange(len(tool.verts))[:, None]
     t0, t1 = tool.verts[rows, tool.edges[..., 0]], tool.verts[rows, tool.edges[..., 1]]
     e0, e1 = env.verts[rows, env.edges[..., 0]], env.verts[rows, env.edges[..., 1]]
-    lo_t, hi_t = np.minimum(t0, t1) - margin, np.maximum(t0, t1) + margin
+    pad = margin[:, None, None]
+    lo_t, hi_t = np.minimum(t0, t1) - pad, np.maximum(t0, t1) + pad
     lo_e, hi_e = np.minimum(e0, e1), np.maximum(e0, e1)
     near = (lo_t[:, :, None, 0] <= hi_e[:, None, :, 0]) & (hi_t[:, :, None, 0] >= lo_e[:, None, :, 0])
     for k in (1, 2):
@@ -219,7 +220,7 @@ def _crossings(ref_loop: np.ndarray, inc_loop: np.ndarray, m: np.ndarray):
     return bi, ia, ib, p_ref, p_inc
 
 
-def _face_manifold(ref: Side, inc: Side, ref_is_env: bool, face: np.ndarray, margin: float) -> np.ndarray:
+def _face_manifold(ref: Side, inc: Side, ref_is_env: bool, face: np.ndarray, margin: np.ndarray) -> np.ndarray:
     """Records of the face manifolds (module docstring, step 3) of ``R`` rows with reference faces ``face (R,)``;
     the first column holds the row."""
     plane = _take(ref.planes, face)
@@ -234,7 +235,7 @@ def _face_manifold(ref: Side, inc: Side, ref_is_env: bool, face: np.ndarray, mar
     ref_face, inc_face = _take(ref.fmap, face), _take(inc.fmap, g)
     normal = {"normal_kind": NormalKind.ENV_FACE if ref_is_env else NormalKind.TOOL_FACE}
     gap = np.einsum("bvk,bk->bv", inc.verts, m) - o[:, None]  # (1) incident-piece vertices over the reference face
-    bi, vi = np.nonzero((gap <= margin) & _inside(inc.verts, pts_ref, m, m))
+    bi, vi = np.nonzero((gap <= margin[:, None]) & _inside(inc.verts, pts_ref, m, m))
     point = inc.verts[bi, vi] + (0.0 if ref_is_env else gap[bi, vi, None] * n[bi])
     out = [_rows(bi, point, n[bi], gap[bi, vi],
                  point_kind=PointKind.TOOL_VERTEX if ref_is_env else PointKind.ENV_VERTEX,
@@ -244,14 +245,14 @@ def _face_manifold(ref: Side, inc: Side, ref_is_env: bool, face: np.ndarray, mar
     gaps = (along if not ref_is_env else -along) / np.where(np.abs(cos) > 0, cos, 1.0)[:, None]
     corners = np.arange(loop_ref.shape[1])[None] < _take(ref.loop_len, face)[:, None]
     valid = corners & (np.abs(cos) >= MIN_INCIDENT_COS)[:, None]
-    bi, ki = np.nonzero(valid & (gaps <= margin) & _inside(pts_ref, pts_inc, inc_plane[:, :3], m))
+    bi, ki = np.nonzero(valid & (gaps <= margin[:, None]) & _inside(pts_ref, pts_inc, inc_plane[:, :3], m))
     point = pts_ref[bi, ki] + (gaps[bi, ki, None] * n[bi] if ref_is_env else 0.0)
     out.append(_rows(bi, point, n[bi], gaps[bi, ki], point_kind=PointKind.ENV_VERTEX if ref_is_env else
                      PointKind.TOOL_VERTEX, vertex=ref.vmap[bi, loop_ref[bi, ki]], plane_face=inc_face[bi],
                      normal_face=ref_face[bi], **normal))
     bi, ia, ib, p_ref, p_inc = _crossings(pts_ref, pts_inc, m)  # (3) edge crossings
     cross_gap = np.einsum("nk,nk->n", (p_inc - p_ref) if ref_is_env else (p_ref - p_inc), n[bi])
-    keep = cross_gap <= margin
+    keep = cross_gap <= margin[bi]
     bi, ia, ib, cross_gap = bi[keep], ia[keep], ib[keep], cross_gap[keep]
     cross_point = (p_inc if ref_is_env else p_ref)[keep]
     width_r, width_i = loop_ref.shape[1], loop_inc.shape[1]
@@ -263,8 +264,9 @@ def _face_manifold(ref: Side, inc: Side, ref_is_env: bool, face: np.ndarray, mar
     return np.concatenate(out)
 
 
-def pair_features(tool: Side, env: Side, margin: float) -> np.ndarray:
-    """Feature records ``(N, _WIDTH)`` of ``R`` (tool piece, environment piece) rows; the first column is the row."""
+def pair_features(tool: Side, env: Side, margin: np.ndarray) -> np.ndarray:
+    """Feature records ``(N, _WIDTH)`` of ``R`` (tool piece, environment piece) rows within each row's ``margin (R,)``
+    [m]; the first column is the row."""
     sep_env = (env.planes[..., :3] @ tool.verts.transpose(0, 2, 1)).min(-1) - env.planes[..., 3]
     sep_tool = (tool.planes[..., :3] @ env.verts.transpose(0, 2, 1)).min(-1) - tool.planes[..., 3]
     fe, ft = np.argmax(sep_env, axis=1), np.argmax(sep_tool, axis=1)
@@ -272,7 +274,7 @@ def pair_features(tool: Side, env: Side, margin: float) -> np.ndarray:
     best_face = np.maximum(se, st)
     near = np.flatnonzero(best_face <= margin)  # a face axis separating by more than the margin settles the row
     if near.size < len(best_face):
-        rec = pair_features(tool.take(near), env.take(near), margin) if near.size else np.zeros((0, _WIDTH))
+        rec = pair_features(tool.take(near), env.take(near), margin[near]) if near.size else np.zeros((0, _WIDTH))
         rec[:, 0] = near[rec[:, 0].astype(np.int64)]
         return rec
     b, i, j, sep, sign, valid = _edge_axes(tool, env, margin)
@@ -300,8 +302,8 @@ def pair_features(tool: Side, env: Side, margin: float) -> np.ndarray:
         rows = np.flatnonzero(mode)
         if rows.size:
             t, e = tool.take(rows), env.take(rows)
-            rec = _face_manifold(e, t, True, faces[rows], margin) if ref_is_env else \
-                _face_manifold(t, e, False, faces[rows], margin)
+            rec = _face_manifold(e, t, True, faces[rows], margin[rows]) if ref_is_env else \
+                _face_manifold(t, e, False, faces[rows], margin[rows])
             rec[:, 0] = rows[rec[:, 0].astype(np.int64)]
             out.append(rec)
     return np.concatenate(out) if out else np.zeros((0, _WIDTH))
@@ -320,7 +322,7 @@ def _reduce(table: np.ndarray) -> np.ndarray:
 
 def query_batch(
     tool_pieces: tuple[ParamPiece, ...], env_pieces: tuple[ParamPiece, ...], tool_verts: np.ndarray,
-    tool_planes: np.ndarray, env_verts: np.ndarray, env_planes: np.ndarray, margin: float,
+    tool_planes: np.ndarray, env_verts: np.ndarray, env_planes: np.ndarray, margin: float | np.ndarray,
 ) -> FeatureIndex:
     """Feature pairs within ``margin`` [m] for ``B`` configurations (world frame, concatenated pieces).
 
@@ -328,7 +330,8 @@ def query_batch(
         tool_pieces, env_pieces: topology of the pieces (their order defines the concatenation).
         tool_verts: ``(B, Vt, 3)`` world tool vertices [m]; tool_planes: ``(B, Ft, 4)`` their face planes.
         env_verts: ``(B, Ve, 3)`` world environment vertices [m]; env_planes: ``(B, Fe, 4)``.
-        margin: contact margin [m]: pairs whose gap exceeds it give no contact.
+        margin: contact margin [m], one for all or ``(B,)`` one per configuration: pairs whose gap exceeds it give
+            no contact (a configuration's pairs never depend on the others in the batch).
 
     Returns:
         :class:`FeatureIndex` with ``K = max`` contacts over the batch (at least 1 slot), padded with masked slots.
@@ -337,14 +340,15 @@ def query_batch(
     tt, te = topology(tool_pieces), topology(env_pieces)
     box_t = tool_verts[:, tt.verts]  # (B, T, V, 3)
     box_e = env_verts[:, te.verts]
-    lo_t, hi_t = box_t.min(2) - margin, box_t.max(2) + margin
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (n_batch,))
+    lo_t, hi_t = box_t.min(2) - margin[:, None, None], box_t.max(2) + margin[:, None, None]
     lo_e, hi_e = box_e.min(2), box_e.max(2)
     overlap = np.all((lo_e[:, None] <= hi_t[:, :, None]) & (hi_e[:, None] >= lo_t[:, :, None]), axis=-1)
     problem, tool_piece, env_piece = np.nonzero(overlap)  # (B, T, E) rows whose boxes meet
     table = np.zeros((0, _WIDTH))
     if problem.size:
         table = pair_features(_side(tt, tool_piece, problem, tool_verts, tool_planes),
-                              _side(te, env_piece, problem, env_verts, env_planes), margin)
+                              _side(te, env_piece, problem, env_verts, env_planes), margin[problem])
         row = table[:, 0].astype(np.int64)
         table[:, 0] = problem[row]
         table[:, 1 + _FIELDS.index("env_piece")] = env_piece[row]

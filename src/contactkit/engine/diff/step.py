@@ -133,6 +133,9 @@ class StepOutput:
         wrench: ``(B, 6)`` predicted F/T reading, sensor frame [N, N·m] (mean contact wrench, eq 7).
         toi: ``(B,)`` time of impact as a fraction of the step (1 where the step was not split).
         n_contacts: ``(B,)`` feature pairs in the margin (numpy). lcp_ok: ``(B,)`` the LCP checks passed (numpy).
+        structure: ``(B,)`` object array of ``bytes``: the discrete choices the step made for each problem (the
+            feature pairs, whether the step was split, each phase's LCP active set). The step is a smooth function of
+            its inputs wherever this stays the same (:mod:`.gradcheck` compares derivatives within one structure).
     """
 
     pos: torch.Tensor
@@ -143,6 +146,28 @@ class StepOutput:
     toi: torch.Tensor
     n_contacts: np.ndarray
     lcp_ok: np.ndarray
+    structure: np.ndarray
+
+
+def structure_signature(index: FeatureIndex, split: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per problem, ``bytes`` of its feature pairs (masked slots only), the split flag and both phases' active sets.
+
+    Args:
+        index: the step's feature pairs ``(B, K)``. split: ``(B,)`` bool. first, second: ``(B, 3K)`` row statuses of
+            the phases (``first`` is ignored where ``split`` is False).
+    """
+    fields = [np.asarray(getattr(index, k)).reshape(index.mask.shape[0], index.mask.shape[1], -1)
+              for k in index.__dataclass_fields__ if k != "mask"]
+    table = np.concatenate([f.astype(np.int64) for f in fields], axis=-1)
+    rows = np.repeat(index.mask, 3, axis=1)
+    out = np.empty(len(split), dtype=object)
+    for i in range(len(split)):
+        parts = [table[i][index.mask[i]].tobytes(), bytes([int(split[i])]),
+                 second[i][rows[i]].astype(np.int8).tobytes()]
+        if split[i]:
+            parts.append(first[i][rows[i]].astype(np.int8).tobytes())
+        out[i] = b"|".join(parts)
+    return out
 
 
 def contact_frames_torch(normals: torch.Tensor) -> torch.Tensor:
@@ -268,7 +293,7 @@ def _phase(scene, cfg: StepConfig, geo: _Geometry, pos, quat, xi, target_pos, ta
     forces = (frames.transpose(-1, -2) @ lam.reshape(n_batch, k, 3)[..., None])[..., 0]
     sensor = pos + quat_to_mat(quat) @ torch.as_tensor(scene.sensor_pos, dtype=pos.dtype)
     impulse = torch.cat([forces.sum(1), torch.linalg.cross(points - sensor[:, None], forces).sum(1)], dim=-1)
-    return new_pos, new_quat, xi_next, impulse, ok
+    return new_pos, new_quat, xi_next, impulse, ok, status
 
 
 def cfm_eye(scale: torch.Tensor, size: int) -> torch.Tensor:
@@ -276,11 +301,12 @@ def cfm_eye(scale: torch.Tensor, size: int) -> torch.Tensor:
     return scale[:, None, None] * torch.eye(size, dtype=scale.dtype)
 
 
-def prepare_geometry(scene: DiffScene, cfg: StepConfig, pos, quat, theta: torch.Tensor, travel: float = 0.0
-                     ) -> _Geometry:
+def prepare_geometry(scene: DiffScene, cfg: StepConfig, pos, quat, theta: torch.Tensor,
+                     travel: float | np.ndarray = 0.0) -> _Geometry:
     """θ-dependent vertices and the feature pairs at the step start (the numpy query of :mod:`.query`) within
-    ``cfg.margin + travel`` [m] (``travel``: how far a tool point may move in the step, so that no contact that the
-    step could close is missed)."""
+    ``cfg.margin + travel`` [m] (``travel``, scalar or ``(B,)`` per problem: how far a tool point may move in the
+    step, so that no contact that the step could close is missed; per problem, so that no problem's pairs depend
+    on the others in the batch)."""
     tool_local = torch.cat([p.vertices_torch(theta) for p in scene.tool_pieces], dim=1)
     tool_planes = _planes(scene.tool_pieces, tool_local)
     env_verts = torch.cat([p.vertices_torch(theta) for p in scene.env_pieces], dim=1)
@@ -318,8 +344,8 @@ def diff_step(
     _, xi_free = _free_motion(scene, pos, quat, xi, target_pos, target_quat, full)
     with torch.no_grad():  # the farthest a tool point may move in the step (a speculative margin)
         reach = max(float(np.linalg.norm(p.base, axis=1).max()) for p in scene.tool_pieces)
-        travel = cfg.dt * float(torch.maximum(xi[:, :3].norm(dim=-1) + xi[:, 3:].norm(dim=-1) * reach,
-                                              xi_free[:, :3].norm(dim=-1) + xi_free[:, 3:].norm(dim=-1) * reach).max())
+        travel = cfg.dt * torch.maximum(xi[:, :3].norm(dim=-1) + xi[:, 3:].norm(dim=-1) * reach,
+                                        xi_free[:, :3].norm(dim=-1) + xi_free[:, 3:].norm(dim=-1) * reach).numpy()
     geo = prepare_geometry(scene, cfg, pos, quat, theta, travel)
     toi = torch.ones(n_batch, dtype=pos.dtype)
     if cfg.split_at_impact and geo.index.mask.any():
@@ -331,20 +357,23 @@ def diff_step(
     split = np.flatnonzero(split_mask.detach().numpy())
     impulse = torch.zeros((n_batch, 6), dtype=pos.dtype)
     ok = np.ones(n_batch, dtype=bool)
+    first_status = np.zeros((n_batch, 3 * geo.index.mask.shape[1]), dtype=np.int64)
     start_pos, start_quat, start_xi, first = pos, quat, xi, torch.zeros(n_batch, dtype=pos.dtype)
     if split.size:
         rows = torch.as_tensor(split)
-        p1, q1, xi1, imp1, ok1 = _phase(scene, cfg, geo.take(split), pos[rows], quat[rows], xi[rows],
-                                        target_pos[rows], target_quat[rows], toi[rows] * cfg.dt)
+        p1, q1, xi1, imp1, ok1, first_status[split] = _phase(scene, cfg, geo.take(split), pos[rows], quat[rows],
+                                                             xi[rows], target_pos[rows], target_quat[rows],
+                                                             toi[rows] * cfg.dt)
         start_pos, start_quat, start_xi = (x.index_put((rows,), y) for x, y in ((pos, p1), (quat, q1), (xi, xi1)))
         impulse = impulse.index_put((rows,), imp1)
         first = first.index_put((rows,), toi[rows] * cfg.dt)
         ok[split] &= ok1
-    p2, q2, xi2, imp2, ok2 = _phase(scene, cfg, geo, start_pos, start_quat, start_xi, target_pos, target_quat,
-                                    full - first)
+    p2, q2, xi2, imp2, ok2, second_status = _phase(scene, cfg, geo, start_pos, start_quat, start_xi, target_pos,
+                                                   target_quat, full - first)
     rot_s = quat_to_mat(quat) @ quat_to_mat(torch.as_tensor(scene.sensor_quat, dtype=pos.dtype))
     mean = (impulse + imp2) / cfg.dt
     wrench = torch.cat([(rot_s.transpose(-1, -2) @ mean[:, :3, None])[..., 0],
                         (rot_s.transpose(-1, -2) @ mean[:, 3:, None])[..., 0]], dim=-1)
     toi = torch.where(split_mask, toi, torch.ones_like(toi))
-    return StepOutput(p2, q2, xi2[:, :3], xi2[:, 3:], wrench, toi, geo.index.mask.sum(1), ok & ok2)
+    structure = structure_signature(geo.index, split_mask.detach().numpy(), first_status, second_status)
+    return StepOutput(p2, q2, xi2[:, :3], xi2[:, 3:], wrench, toi, geo.index.mask.sum(1), ok & ok2, structure)
