@@ -22,7 +22,7 @@ def _expected_windows(episodes, h):
     for ep in episodes:
         states = ep.states().as_array()
         for t in range(h - 1, ep.n_steps):
-            out.append((states[t - h + 1:t + 1], ep.action[t], ep.wrench[t], states[t + 1]))
+            out.append((states[t - h + 1:t + 1], ep.action[t], ep.command[t], ep.wrench[t], states[t + 1]))
     return out
 
 
@@ -32,13 +32,14 @@ def test_windows_match_the_episodes(tmp_path, rng, make_episode, make_meta, h):
     ds = TrajectoryWindows(_write(tmp_path / "d.h5", make_meta(), eps), history=h)
     expected = _expected_windows(eps, h)
     assert len(ds) == sum(max(0, ep.n_steps - h + 1) for ep in eps) == len(expected)
-    for i, (hist, action, wrench, nxt) in enumerate(expected):
+    for i, (hist, action, command, wrench, nxt) in enumerate(expected):
         item = ds[i]
-        assert set(item) == {"history", "action", "wrench", "next_state"}
+        assert set(item) == {"history", "action", "command", "wrench", "next_state"}
         assert all(v.dtype == torch.float32 for v in item.values())
         assert item["history"].shape == (h, 13)
         assert torch.equal(item["history"], torch.from_numpy(hist).float())
         assert torch.equal(item["action"], torch.from_numpy(action).float())
+        assert torch.equal(item["command"], torch.from_numpy(command).float())
         assert torch.equal(item["wrench"], torch.from_numpy(wrench).float())
         assert torch.equal(item["next_state"], torch.from_numpy(nxt).float())
     assert torch.equal(ds[-1]["next_state"], ds[len(ds) - 1]["next_state"])
@@ -55,7 +56,7 @@ def test_several_files_and_an_episode_subset(tmp_path, rng, make_episode, make_m
     subset = TrajectoryWindows([a, b], episodes=np.array([4, 1]))
     expected = _expected_windows([eps[4], eps[1]], 3)
     assert len(subset) == len(expected)
-    for i, (hist, _, wrench, _) in enumerate(expected):
+    for i, (hist, _, _, wrench, _) in enumerate(expected):
         assert torch.equal(subset[i]["history"], torch.from_numpy(hist).float())
         assert torch.equal(subset[i]["wrench"], torch.from_numpy(wrench).float())
 

@@ -18,11 +18,14 @@ from contactkit.eval.predict_eval import (
     AppliedWrenchReplay,
     EvalConfig,
     RecordedData,
+    check_clean_twin,
+    checkpoint_predictor,
     evaluate_predictors,
     gravity_compensation,
     load_recorded,
     mujoco_predictor,
     noise_free,
+    report_row,
     resolve_checkpoint,
     sample_segments,
     sample_transitions,
@@ -170,3 +173,42 @@ def test_missing_scene_and_checkpoint_are_named(tmp_path, target_quiet):
         resolve_checkpoint(tmp_path)
     with pytest.raises(CheckpointError, match="does not exist"):
         resolve_checkpoint(tmp_path / "nope.safetensors")
+
+
+def test_clean_twin_scores_against_noise_free_readings(tmp_path, target_quiet):
+    """The noisy target sensor does not act on a random-spline episode: collected again without noise and bias
+    it is the same trajectory, and the recording world replayed scores ~0 against its clean readings while
+    the noisy readings stay a noise-and-bias floor away."""
+    target = load_world("target")
+    spec = CollectSpec(policy="random-spline", episodes=1, steps=30, seed=8, world=target)
+    collect(spec, str(tmp_path / "noisy.h5"))
+    collect(dataclasses.replace(spec, world=target_quiet), str(tmp_path / "clean.h5"))
+    noisy, clean = load_recorded(tmp_path / "noisy.h5"), load_recorded(tmp_path / "clean.h5")
+    assert check_clean_twin(noisy, clean) == 0.0
+    oracle = mujoco_predictor(target_quiet, "oracle", ActionSource.COMMAND)
+    r = evaluate_predictors([oracle], noisy, ONE_STEP, np.random.default_rng(0), clean)["oracle"]
+    assert r.one_step_clean.force_err_N < REPLAY_FT_TOL and r.one_step_clean.torque_err_Nm < REPLAY_FT_TOL
+    assert r.one_step.force_err_N > 10 * REPLAY_FT_TOL  # the noise floor of the recorded readings
+    row = report_row("oracle", noisy.policy, r)
+    assert row["force_err_clean_N"] == r.one_step_clean.force_err_N and row["force_err_N"] == r.one_step.force_err_N
+    moved = dataclasses.replace(clean.episodes[0], pos=clean.episodes[0].pos + 1e-6)
+    with pytest.raises(DatasetError, match="not a twin"):
+        check_clean_twin(noisy, dataclasses.replace(clean, episodes=(moved,)))
+
+
+def test_pose_delta_checkpoint_replays_commands(tmp_path, pose_data, target_quiet):
+    """A pose-delta model is driven by the recorded commands and refuses data recorded with wrench commands."""
+    import torch
+
+    from contactkit.models.gnn import EncodeProcessDecode, GraphConfig, ModelConfig, StepSpec, save_checkpoint
+
+    config = ModelConfig(GraphConfig(), latent_dim=8, hidden_dim=8, mlp_layers=1, message_passing_steps=1)
+    net = EncodeProcessDecode(config, torch.Generator().manual_seed(0))
+    save_checkpoint(tmp_path / "best.safetensors", net, StepSpec.from_world(target_quiet))
+    predictor = checkpoint_predictor(tmp_path, "act-fignet")
+    assert predictor.source is ActionSource.COMMAND
+    small = EvalConfig(horizon=3, history=3, max_segments=2, max_transitions=4)
+    r = evaluate_predictors([predictor], pose_data, small, np.random.default_rng(0))["act-fignet"]
+    assert r.rollout.n_rollouts == 2 and np.isfinite(r.rollout.rmse_pos_m) and np.isfinite(r.one_step.force_err_N)
+    with pytest.raises(CheckpointError, match="takes 'pose-delta' commands"):
+        evaluate_predictors([predictor], wrench_data(target_quiet), small, np.random.default_rng(0))

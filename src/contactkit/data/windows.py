@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
 from contactkit.errors import DatasetError, InvalidInputError
@@ -49,8 +50,9 @@ def split_by_episode(n_episodes: int, val_fraction: float, rng: np.random.Genera
     return np.sort(perm[n_val:]).astype(np.int64), np.sort(perm[:n_val]).astype(np.int64)
 
 
-def _load_episodes(paths: Sequence[str]) -> list[Episode]:
-    """All committed episodes of the files, in order; files must agree on action mode and control period."""
+def _load_episodes(paths: Sequence[str]) -> tuple[list[Episode], ActionMode | None]:
+    """All committed episodes of the files, in order, and their action mode; files must agree on action mode
+    and control period."""
     episodes: list[Episode] = []
     first = None
     for path in paths:
@@ -62,7 +64,7 @@ def _load_episodes(paths: Sequence[str]) -> list[Episode]:
                     raise DatasetError(f"{path}: {key} {getattr(ds.meta, key)!r} differs from "
                                        f"{getattr(first[1], key)!r} in {first[0]}; windows cannot mix them")
             episodes.extend(ds.all_episodes())
-    return episodes
+    return episodes, (first[1].action_mode if first is not None else None)
 
 
 class TrajectoryWindows(torch.utils.data.Dataset):
@@ -72,7 +74,9 @@ class TrajectoryWindows(torch.utils.data.Dataset):
 
     - ``history`` ``(h, 13)``: states ``s_{t-h+1} .. s_t``, each ``[pos (3) m, quat (4) (w,x,y,z),
       lin_vel (3) m/s, ang_vel (3) rad/s]`` in the world frame;
-    - ``action`` ``(6,)``: wrench applied during step t (world frame, tool origin) [N, N·m];
+    - ``action`` ``(6,)``: mean wrench applied during step t (world frame, tool origin) [N, N·m];
+    - ``command`` ``(6,)``: what the policy commanded at step t, in the files' ``action_mode`` (a pose-target
+      displacement [m, rad] or a wrench [N, N·m], world frame);
     - ``wrench`` ``(6,)``: F/T reading during step t (sensor frame) [N, N·m];
     - ``next_state`` ``(13,)``: ``s_{t+1}``, same layout as a history row.
 
@@ -80,6 +84,9 @@ class TrajectoryWindows(torch.utils.data.Dataset):
         paths: one file or a sequence of files; their episodes are numbered consecutively in order.
         history: ``h`` ≥ 1 states per window.
         episodes: optional subset of those global episode indices (e.g. from :func:`split_by_episode`).
+
+    Attributes:
+        action_mode: what ``command`` means (the files' :class:`~contactkit.control.impedance.ActionMode`).
     """
 
     def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], *,
@@ -92,7 +99,7 @@ class TrajectoryWindows(torch.utils.data.Dataset):
         if isinstance(history, bool) or not isinstance(history, (int, np.integer)) or history < 1:
             raise InvalidInputError(f"history must be an int >= 1, got {history!r}")
         self.history = int(history)
-        loaded = _load_episodes(self.paths)
+        loaded, self.action_mode = _load_episodes(self.paths)
         selected = self._select(len(loaded), episodes)
         self.episode_ids = selected
         chosen = [loaded[i] for i in selected]
@@ -100,6 +107,8 @@ class TrajectoryWindows(torch.utils.data.Dataset):
         self._states = torch.from_numpy(np.concatenate(states) if states else np.zeros((0, 13))).float()
         self._action = torch.from_numpy(np.concatenate([e.action for e in chosen]) if chosen
                                         else np.zeros((0, 6))).float()
+        self._command = torch.from_numpy(np.concatenate([e.command for e in chosen]) if chosen
+                                         else np.zeros((0, 6))).float()
         self._wrench = torch.from_numpy(np.concatenate([e.wrench for e in chosen]) if chosen
                                         else np.zeros((0, 6))).float()
         state_rows, step_rows = [], []
@@ -144,6 +153,7 @@ class TrajectoryWindows(torch.utils.data.Dataset):
         return {
             "history": self._states[r - self.history + 1:r + 1].clone(),
             "action": self._action[k].clone(),
+            "command": self._command[k].clone(),
             "wrench": self._wrench[k].clone(),
             "next_state": self._states[r + 1].clone(),
         }

@@ -3,18 +3,27 @@
 The "real world" is MuJoCo's ``target`` preset (other friction, mass, contact softness and damping, a
 noisy biased F/T sensor): the hexagonal peg around its 1 mm-clearance slot (the paper's real-world
 setup, §IV-B.a), random-spline touching. Act-FIGNet and FIGNet+ (``small`` preset, same sizes) train on
-``target`` data only; the third row is MuJoCo's ``nominal`` world — the simulator a user starts from —
-given the same recorded inputs from the same recorded states (:mod:`contactkit.eval.predict_eval`).
+``target`` data only, conditioned on the policy's pose-delta commands (the impedance controller's wrench
+at the model's own state, :mod:`contactkit.models.gnn.actions`: rollouts are closed loop); the third row
+is MuJoCo's ``nominal`` world — the simulator a user starts from — given the same recorded commands from
+the same recorded states (:mod:`contactkit.eval.predict_eval`).
 
 Rows (``rows``): per model and test policy, the keys of :func:`~contactkit.eval.predict_eval.report_row`.
 Models: ``act-fignet``, ``fignet-plus``, ``mujoco-nominal`` (replays the policy's commands through its own
-impedance controller: the faithful replay), ``mujoco-nominal-wrench``
-(replays the recorded mean applied wrench, the learned models' input: drifts even in the recording world)
+impedance controller), ``mujoco-nominal-wrench`` (replays the recorded mean applied wrench open loop:
+drifts even in the recording world)
 and ``mujoco-target-oracle`` (commands replayed in the recording world itself, noise-free: motion error at
 the contact solver's warm-start level, and its F/T error is the floor the sensor's noise and bias set).
 The full run adds the OOD policies (spiral insertion, circles at low and high speed: Fig. 10) and
 Act-FIGNet with other numbers of message-passing steps (``ablation``, Table III). ``horizon_curves``:
 RMSE(T) against T (Fig. 9). ``bar``: the issue's acceptance ratios against ``mujoco-nominal``.
+
+F/T errors: ``force_err_N``/``torque_err_Nm`` against the recorded readings of the noisy, biased target
+sensor; ``force_err_clean_N``/``torque_err_clean_Nm`` against the noise-free readings of a *clean twin*
+of each test set — collected again with the same seeds in the target world without F/T noise and bias,
+and used only where its trajectories are verified identical (``clean_twins``): the sensor noise does
+not act on the dynamics unless a policy that reads the F/T sensor (spiral, circles: contact detection)
+decides otherwise because of it — measured identical for all four test sets of seed 0.
 
 Training and evaluation jobs run in ``budget.workers`` processes of one torch thread each (measured on
 2 shared cores: the graphs are small, and two intra-op threads per process were slower, up to 10x, than
@@ -35,13 +44,16 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.data.collect import CollectSpec, collect
+from contactkit.errors import DatasetError
 from contactkit.eval.predict_eval import (
     ActionSource,
     EvalConfig,
+    check_clean_twin,
     checkpoint_predictor,
     evaluate_predictors,
     load_recorded,
     mujoco_predictor,
+    noise_free,
     report_row,
 )
 from contactkit.physics import load_world
@@ -90,8 +102,10 @@ QUICK_BUDGET = PredictionBudget(train_episodes=3, val_episodes=1, test_episodes=
                                 episode_steps=40, train_steps=8, horizon=10, segments=4, transitions=40,
                                 ood=(), ablation=(), workers=1)
 FULL_BUDGET = PredictionBudget(train_episodes=40, val_episodes=6, test_episodes=10, ood_episodes=4,
-                               episode_steps=200, train_steps=1000, horizon=100, segments=24, transitions=300,
+                               episode_steps=200, train_steps=3000, horizon=100, segments=24, transitions=300,
                                ood=OOD_POLICIES, ablation=(2,))
+"""The ``small`` preset's 3000 steps per model (the stored run resumed from 1500-step checkpoints:
+``training[*].resumed_from_step``)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,7 @@ class _EvalJob:
     config: EvalConfig
     seed: int
     device: str
+    clean: str | None = None  # verified clean twin of ``data``
 
 
 class _Inline:
@@ -159,11 +174,17 @@ def _one_thread() -> None:
 
 
 def _train_job(job: _TrainJob) -> dict:
-    """Train one model (a worker process); returns its name, checkpoint and timing."""
+    """Train one model (a worker process); returns its name, checkpoint and timing.
+
+    A run resumes from the model's ``last.safetensors`` in the work folder (same settings, fewer steps):
+    ``resumed_from_step`` says from which step, and ``train_s`` counts this invocation only.
+    """
     from contactkit.eval.predict_eval import training_data
-    from contactkit.models.gnn import ModelVariant, TrainConfig, train
+    from contactkit.models.gnn import ModelVariant, TrainConfig, load_checkpoint, train
 
     started = time.perf_counter()
+    last = Path(job.out) / "last.safetensors"
+    resumed_from = int(load_checkpoint(last).train_state.get("step", 0)) if last.exists() else 0
     data, val = training_data(job.train), training_data(job.val)
     config = TrainConfig.preset("small", seed=job.seed)
     model = dataclasses.replace(config.model, message_passing_steps=job.message_passing_steps,
@@ -172,7 +193,7 @@ def _train_job(job: _TrainJob) -> dict:
     result = train(config, data.windows, val.windows, job.out, job.device, scene=data.scenes, step=data.step)
     best = result.val_history[-1][1] if result.val_history else {}
     return {"name": job.name, "checkpoint": str(result.best_checkpoint or result.last_checkpoint),
-            "steps": result.step, "train_s": time.perf_counter() - started,
+            "steps": result.step, "resumed_from_step": resumed_from, "train_s": time.perf_counter() - started,
             "final_val": {k: best.get(k) for k in ("pos_rmse", "force_err", "torque_err")}}
 
 
@@ -183,7 +204,8 @@ def _eval_job(job: _EvalJob) -> dict:
     else:
         predictor = mujoco_predictor(load_world(job.source), job.model, ActionSource(job.action_source))
     data = load_recorded(job.data)
-    report = evaluate_predictors([predictor], data, job.config, np.random.default_rng(job.seed))[job.model]
+    clean = load_recorded(job.clean) if job.clean else None
+    report = evaluate_predictors([predictor], data, job.config, np.random.default_rng(job.seed), clean)[job.model]
     steps = sorted({1, *range(CURVE_EVERY, job.config.horizon + 1, CURVE_EVERY), job.config.horizon})
     curve = {"model": job.model, "policy": data.policy, "steps": steps,
              "pos_mm": [float(report.rollout.pos_curve_m[k - 1] * 1e3) for k in steps],
@@ -191,19 +213,35 @@ def _eval_job(job: _EvalJob) -> dict:
     return {"row": report_row(job.model, data.policy, report), "curve": curve, "eval_s": report.wall_s}
 
 
-def _collect_all(work: Path, budget: PredictionBudget, seed: int) -> dict[str, str]:
-    """Target-world datasets: ``train``, ``val``, ``test`` (random-spline) and one per OOD policy."""
+def _collect_all(work: Path, budget: PredictionBudget, seed: int) -> tuple[dict[str, str], dict[str, dict]]:
+    """Target-world datasets: ``train``, ``val``, ``test`` (random-spline) and one per OOD policy; and for
+    each test set its clean twin (same seed, no F/T noise or bias) when it has the same trajectories.
+
+    Returns:
+        ``(paths, twins)``: dataset paths by set name (``<set>-clean`` for the verified twins), and per test
+        set ``{"identical": bool, "max_state_diff": float | None, "reason": str | None}``.
+    """
     world = load_world("target")
     sets = [("train", TRAIN_POLICY, budget.train_episodes), ("val", TRAIN_POLICY, budget.val_episodes),
             ("test", TRAIN_POLICY, budget.test_episodes)]
     sets += [(p, p, budget.ood_episodes) for p in budget.ood]
-    paths = {}
+    paths, twins = {}, {}
     for k, (name, policy, episodes) in enumerate(sets):
         spec = CollectSpec(task="peg-in-hole", shape="hexagon", clearance=1e-3, policy=policy, episodes=episodes,
                            steps=budget.episode_steps, seed=1000 * seed + k + 1, world=world)
         paths[name] = str(work / f"{name}.h5")
         collect(spec, paths[name])
-    return paths
+        if name in ("train", "val"):
+            continue
+        clean_path = str(work / f"{name}-clean.h5")
+        collect(dataclasses.replace(spec, world=noise_free(world)), clean_path)
+        try:
+            diff = check_clean_twin(load_recorded(paths[name]), load_recorded(clean_path))
+            paths[f"{name}-clean"] = clean_path
+            twins[name] = {"identical": True, "max_state_diff": diff, "reason": None}
+        except DatasetError as exc:
+            twins[name] = {"identical": False, "max_state_diff": None, "reason": str(exc)}
+    return paths, twins
 
 
 def _train_jobs(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str) -> list[_TrainJob]:
@@ -226,12 +264,13 @@ def _eval_jobs(paths: dict, budget: PredictionBudget, seed: int, device: str, mo
     config = EvalConfig(horizon=budget.horizon, max_segments=budget.segments, max_transitions=budget.transitions)
     sets = list(enumerate(("test", *budget.ood)))
     if model is None:
-        return [_EvalJob(m, "mujoco", world, act, paths[name], config, 1000 * seed + k, device)
-                for k, name in sets for m, world, act in MUJOCO_ROWS]
+        return [_EvalJob(m, "mujoco", world, act, paths[name], config, 1000 * seed + k, device,
+                         paths.get(f"{name}-clean")) for k, name in sets for m, world, act in MUJOCO_ROWS]
     if model.startswith("act-fignet-mp"):
         sets = sets[:1]
-    return [_EvalJob(model, "checkpoint", checkpoint, "applied", paths[name], config, 1000 * seed + k, device)
-            for k, name in sets]
+    # a checkpoint's own action mode says which recorded input drives it (checkpoint_predictor)
+    return [_EvalJob(model, "checkpoint", checkpoint, "from-checkpoint", paths[name], config, 1000 * seed + k,
+                     device, paths.get(f"{name}-clean")) for k, name in sets]
 
 
 def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str):
@@ -253,21 +292,32 @@ def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed:
     return sorted(trained, key=lambda t: t["name"]), results
 
 
+def _ratio(a, b) -> float | None:
+    return None if a is None or b is None else a / b
+
+
 def _bar(rows: list[dict]) -> dict:
-    """Issue 5 acceptance ratios on the random-spline test set."""
+    """Issue 5 acceptance ratios on the random-spline test set, F/T against recorded and clean readings."""
     by = {r["model"]: r for r in rows if r["policy"] == TRAIN_POLICY}
     act, fig, mj = by["act-fignet"], by["fignet-plus"], by["mujoco-nominal"]
     pos_ratio = act["rmse_pos_mm"] / mj["rmse_pos_mm"]
     force_ratio = act["force_err_N"] / mj["force_err_N"]
+    clean_ratio = _ratio(act["force_err_clean_N"], mj["force_err_clean_N"])
     lower_ft = act["force_err_N"] < fig["force_err_N"] and act["torque_err_Nm"] < fig["torque_err_Nm"]
+    lower_clean = None if clean_ratio is None else bool(
+        act["force_err_clean_N"] < fig["force_err_clean_N"] and act["torque_err_clean_Nm"] < fig["torque_err_clean_Nm"])
     return {
         "pos_ratio_vs_mujoco_nominal": pos_ratio,
         "force_ratio_vs_mujoco_nominal": force_ratio,
+        "force_clean_ratio_vs_mujoco_nominal": clean_ratio,
         "pos_ratio_vs_mujoco_nominal_wrench": act["rmse_pos_mm"] / by["mujoco-nominal-wrench"]["rmse_pos_mm"],
         "force_floor_N": by["mujoco-target-oracle"]["force_err_N"],
+        "force_clean_floor_N": by["mujoco-target-oracle"]["force_err_clean_N"],
         "pos_ok": bool(pos_ratio <= BAR_POS_RATIO),
         "force_ok": bool(force_ratio <= BAR_FORCE_RATIO),
+        "force_clean_ok": None if clean_ratio is None else bool(clean_ratio <= BAR_FORCE_RATIO),
         "ft_lower_than_fignet_plus": bool(lower_ft),
+        "ft_clean_lower_than_fignet_plus": lower_clean,
     }
 
 
@@ -276,9 +326,14 @@ NOTES = [
     "start over the same samples; a model predicting no motion scores 1.",
     "force_err_N, torque_err_Nm: mean norm of the one-step F/T error, sensor frame, against the recorded "
     "(noisy, biased) readings; mujoco-target-oracle's value is the floor that noise and bias set.",
-    "mujoco-nominal replays the policy's commands through its own impedance controller; mujoco-nominal-wrench "
-    "replays the recorded mean applied wrench (the learned models' input), which is not faithful under "
-    "impedance control and drifts even in the recording world.",
+    "force_err_clean_N, torque_err_clean_Nm: the same against the noise-free readings of the test set's clean "
+    "twin (same seeds, target world without F/T noise and bias, trajectories verified identical: "
+    "clean_twins); null where the noise changed the trajectories (a policy reading the F/T sensor).",
+    "act-fignet and fignet-plus take the policy's pose-delta commands: the impedance controller's wrench at "
+    "the start of the step is computed from the command and the model's own state (finite-difference "
+    "velocities), so their rollouts are closed loop like mujoco-nominal's, which replays the same commands "
+    "through its own controller. mujoco-nominal-wrench replays the recorded mean applied wrench open loop, "
+    "which is not faithful under impedance control and drifts even in the recording world.",
 ]
 
 
@@ -314,7 +369,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         work = Path(workdir) if workdir is not None else (Path(tmp) if quick else FULL_WORKDIR / f"seed{seed}")
         work.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        paths = _collect_all(work, budget, seed)
+        paths, twins = _collect_all(work, budget, seed)
         t1 = time.perf_counter()
         trained, results = _train_and_evaluate(work, paths, budget, seed, device)
         t2 = time.perf_counter()
@@ -338,6 +393,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         "horizon_curves": curves,
         "plots": figures,
         "bar": _bar(rows),
+        "clean_twins": twins,
         "training": [{k: v for k, v in t.items() if k != "checkpoint"} for t in trained],
         "timing_s": {"collect": t1 - t0, "train_and_evaluate": t2 - t1, "total": t2 - t0,
                      "evaluation_jobs": sum(r["eval_s"] for r in results)},

@@ -1,42 +1,38 @@
 """Evaluate contact models on recorded trajectories (act-fignet §IV-B.c): rollouts and one-step F/T.
 
 Every model is scored on the same samples of a dataset: ``N`` segments of ``T`` steps, each rolled out
-open loop (predictions fed back as history) from the recorded states ``s_{t0-H+1} .. s_{t0}`` with the
-recorded inputs of steps ``t0 .. t0+T-1``; and ``M`` transitions whose F/T reading is predicted in one step
-from the recorded history. Metrics: :mod:`contactkit.eval.metrics`.
+(predictions fed back as history) from the recorded states ``s_{t0-H+1} .. s_{t0}`` with the recorded
+inputs of steps ``t0 .. t0+T-1``; and ``M`` transitions whose F/T reading is predicted in one step from the
+recorded history. Metrics: :mod:`contactkit.eval.metrics`; the models: :mod:`contactkit.eval.predictors`.
 
 What "the recorded inputs" are depends on the model (:class:`ActionSource`):
 
 * ``APPLIED``: the episode's ``action``, the mean wrench the controller applied during the step (world
-  frame, about the tool origin, gravity compensation included) — what Act-FIGNet and FIGNet+ read.
+  frame, about the tool origin, gravity compensation included).
 * ``COMMAND``: the episode's ``command``, what the policy asked in the dataset's action mode (e.g. a pose
   target displacement for the impedance controller) — what a simulator with its own model of the
-  controller reads. Replaying commands in the world that recorded them reproduces the data up to the
-  contact solver's warm start (measured: about 1e-6 m and 2e-4 N per step in steady contact).
+  controller reads, and a ``POSE_DELTA`` Act-FIGNet / FIGNet+. Replaying commands in the world that
+  recorded them reproduces the data up to the contact solver's warm start (measured: about 1e-6 m and
+  2e-4 N per step in steady contact).
 
-A MuJoCo world can also replay ``APPLIED`` wrenches (:class:`AppliedWrenchReplay`): the wrench command of
-``ActionMode.WRENCH`` is added to the nominal gravity compensation, which is therefore subtracted first.
-Measured: that replay is *not* faithful under impedance control — a constant mean wrench is not the
-time-varying wrench of the control period — and drifts by about a millimetre per step even in the
-recording world (see ``tests/eval/test_predict_eval.py``).
+F/T errors are taken against the recorded readings (noise and bias of the recording sensor included) and,
+when a *clean twin* of the data is given — the same episodes recorded by a sensor without noise and bias,
+verified to be the same trajectories (:func:`check_clean_twin`) — also against the noise-free readings.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import DatasetMeta, Episode
-from contactkit.errors import CheckpointError, DatasetError, InvalidInputError
+from contactkit.errors import DatasetError, InvalidInputError
 from contactkit.eval.metrics import (
     OneStepMetrics,
     RolloutMetrics,
@@ -45,10 +41,19 @@ from contactkit.eval.metrics import (
     rollout_errors,
     rollout_metrics,
 )
+from contactkit.eval.predictors import (
+    ActionSource,
+    AppliedWrenchReplay,
+    Predictor,
+    TrainingData,
+    checkpoint_predictor,
+    gravity_compensation,
+    mujoco_predictor,
+    noise_free,
+    resolve_checkpoint,
+    training_data,
+)
 from contactkit.model import ContactModel, rollout
-from contactkit.mujoco.mjcf import GRAVITY_MPS2
-from contactkit.mujoco.model import MujocoContactModel
-from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
@@ -59,6 +64,8 @@ __all__ = [
     "PredictionReport",
     "Predictor",
     "RecordedData",
+    "TWIN_STATE_TOL",
+    "check_clean_twin",
     "checkpoint_predictor",
     "evaluate_predictors",
     "gravity_compensation",
@@ -74,31 +81,9 @@ __all__ = [
 ]
 
 M_TO_MM = 1e3
-CHECKPOINT_NAMES = ("best.safetensors", "last.safetensors")
-"""Files looked for, in this order, when a checkpoint is given as a training output folder."""
-
-
-class ActionSource(str, Enum):
-    """Which recorded input a model is driven by: the applied wrench or the policy's command."""
-
-    APPLIED = "applied"
-    COMMAND = "command"
-
-
-@dataclass(frozen=True)
-class Predictor:
-    """A named contact model to evaluate.
-
-    Attributes:
-        name: row label.
-        make: ``make(scene, action_mode) -> ContactModel`` for one scene; ``action_mode`` is what the
-            dataset's ``command`` means (models driven by ``APPLIED`` wrenches may ignore it).
-        source: which recorded input drives the model.
-    """
-
-    name: str
-    make: Callable[[Scene, ActionMode], ContactModel]
-    source: ActionSource = ActionSource.APPLIED
+TWIN_STATE_TOL = 1e-9
+"""Largest state difference [m, rad, m/s, rad/s] between a dataset and its clean twin: the same simulation,
+only the F/T readings differ (the sensor's noise does not act on the dynamics)."""
 
 
 @dataclass(frozen=True)
@@ -141,11 +126,16 @@ class RecordedData:
 
 @dataclass(frozen=True)
 class PredictionReport:
-    """Scores of one model on one dataset, and the seconds its evaluation took."""
+    """Scores of one model on one dataset, and the seconds its evaluation took.
+
+    ``one_step``: F/T errors against the recorded readings; ``one_step_clean``: against the clean twin's
+    noise-free readings (None without a twin).
+    """
 
     rollout: RolloutMetrics
     one_step: OneStepMetrics
     wall_s: float
+    one_step_clean: OneStepMetrics | None = None
 
 
 def load_recorded(path: str | Path) -> RecordedData:
@@ -165,73 +155,23 @@ def load_recorded(path: str | Path) -> RecordedData:
     return RecordedData(str(path), meta, episodes, scenes)
 
 
-def noise_free(params: WorldParams) -> WorldParams:
-    """``params`` without F/T noise and bias (a simulator used as a model predicts the ideal reading)."""
-    return dataclasses.replace(params, ft_noise_std=(0.0,) * 6, ft_bias=(0.0,) * 6)
-
-
-def gravity_compensation(scene: Scene, params: WorldParams) -> np.ndarray:
-    """Feed-forward wrench ``(6,)`` [N, N·m] a MuJoCo world adds in every mode: the *nominal* tool weight.
-
-    ``[0, 0, m g, 0, 0, 0]`` with ``m`` the scene's tool mass (``params.mass_scale`` changes the simulated
-    body, not the compensation), or zeros without compensation or gravity.
-    """
-    on = scene.controller.gravity_compensation and params.gravity
-    return np.array([0.0, 0.0, scene.tool.mass * GRAVITY_MPS2 if on else 0.0, 0.0, 0.0, 0.0])
-
-
-class AppliedWrenchReplay:
-    """A MuJoCo world driven by recorded applied wrenches (``APPLIED``), as a ContactModel.
-
-    ``step(history, applied)`` subtracts :func:`gravity_compensation` and steps MuJoCo in ``WRENCH`` mode,
-    so that the total external wrench equals ``applied`` (world frame, about the tool origin [N, N·m]).
-    """
-
-    history = 1
-    action_mode = ActionMode.WRENCH
-
-    def __init__(self, scene: Scene, params: WorldParams):
-        self.inner = MujocoContactModel(scene, noise_free(params), ActionMode.WRENCH)
-        self.control_dt = self.inner.control_dt
-        self.compensation = gravity_compensation(scene, params)
-
-    def step(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray]:
-        """One control step (see :class:`contactkit.model.ContactModel`); ``action`` ``(*B, 6)`` applied wrench."""
-        return self.inner.step(history, np.asarray(action, dtype=np.float64) - self.compensation)
-
-
-def mujoco_predictor(params: WorldParams, name: str, source: ActionSource = ActionSource.COMMAND) -> Predictor:
-    """MuJoCo under ``params`` (noise-free F/T) replaying commands (its own controller) or applied wrenches."""
-    source = ActionSource(source)
-    if source is ActionSource.COMMAND:
-        return Predictor(name, lambda scene, mode: MujocoContactModel(scene, noise_free(params), mode), source)
-    return Predictor(name, lambda scene, mode: AppliedWrenchReplay(scene, params), source)
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file, or the best (else last) checkpoint in a training output folder.
+def check_clean_twin(data: RecordedData, clean: RecordedData) -> float:
+    """Check that ``clean`` holds the same trajectories as ``data``; returns the largest state difference.
 
     Raises:
-        CheckpointError: nothing usable at ``path``.
+        DatasetError: other episodes, lengths, commands, or states further apart than ``TWIN_STATE_TOL``.
     """
-    path = Path(path)
-    if path.is_dir():
-        for name in CHECKPOINT_NAMES:
-            if (path / name).is_file():
-                return path / name
-        raise CheckpointError(f"{str(path)!r} holds no checkpoint (looked for {list(CHECKPOINT_NAMES)})")
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
-    return path
-
-
-def checkpoint_predictor(path: str | Path, name: str, device: str = "cpu") -> Predictor:
-    """A trained Act-FIGNet / FIGNet+ checkpoint (file or training folder), driven by applied wrenches."""
-    from contactkit.models.gnn import GnnContactModel, load_checkpoint, restore_model
-
-    ckpt = load_checkpoint(resolve_checkpoint(path))
-    net = restore_model(ckpt, device)
-    return Predictor(name, lambda scene, mode: GnnContactModel(net, scene, ckpt.step_spec, device))
+    if len(data.episodes) != len(clean.episodes) or data.scenes != clean.scenes:
+        raise DatasetError(f"{clean.path} is not a twin of {data.path}: other episodes or scenes")
+    worst = 0.0
+    for k, (a, b) in enumerate(zip(data.episodes, clean.episodes, strict=True)):
+        if a.n_steps != b.n_steps or not np.array_equal(a.command, b.command):
+            raise DatasetError(f"{clean.path} is not a twin of {data.path}: episode {k} has other commands")
+        worst = max(worst, float(np.max(np.abs(a.states().as_array() - b.states().as_array()))))
+    if worst > TWIN_STATE_TOL:
+        raise DatasetError(f"{clean.path} is not a twin of {data.path}: states differ by up to {worst:.3g} "
+                           f"(> {TWIN_STATE_TOL}); the sensor noise acted on the trajectories (F/T feedback)")
+    return worst
 
 
 def _lengths(data: RecordedData) -> np.ndarray:
@@ -301,21 +241,45 @@ def _rollout_part(model: ContactModel, data: RecordedData, rows: np.ndarray, con
     return rollout_errors(predicted, truth, history.index((slice(None), -1)))
 
 
+def _one_step(model_for, data: RecordedData, transitions: np.ndarray, groups: dict, config: EvalConfig,
+              source: ActionSource) -> np.ndarray:
+    """Predicted F/T readings ``(M, 6)`` of the transitions, in their order."""
+    out = np.zeros((len(transitions), 6))
+    for text, ks in groups.items():
+        rows = transitions[ks]
+        actions = np.stack([_inputs(data.episodes[int(e)], source)[int(t)] for e, t in rows])
+        _, out[ks] = model_for(text).step(_histories(data, rows, config.history), actions)
+    return out
+
+
+def _readings(data: RecordedData, rows: np.ndarray) -> np.ndarray:
+    return np.stack([data.episodes[int(e)].wrench[int(t)] for e, t in rows])
+
+
 def evaluate_predictors(predictors: Sequence[Predictor], data: RecordedData, config: EvalConfig,
-                        rng: np.random.Generator) -> dict[str, PredictionReport]:
+                        rng: np.random.Generator, clean: RecordedData | None = None) -> dict[str, PredictionReport]:
     """Score each predictor on the same segments and transitions of ``data`` (drawn once from ``rng``).
+
+    Args:
+        predictors: the models (unique names).
+        data: the recorded test set.
+        config: sample sizes.
+        rng: draws the segments and transitions.
+        clean: optional clean twin of ``data`` (:func:`check_clean_twin`): F/T errors against its readings too.
 
     Returns:
         ``{predictor.name: PredictionReport}`` in the order given: :class:`RolloutMetrics` at
         ``config.horizon`` (positions of the tool origin, world frame) and :class:`OneStepMetrics` (F/T,
-        sensor frame, against the recorded — possibly noisy and biased — readings).
+        sensor frame, against the recorded — possibly noisy and biased — readings, and the clean ones).
 
     Raises:
-        InvalidInputError: episodes too short, or two predictors share a name.
+        InvalidInputError: episodes too short, or two predictors share a name. DatasetError: not a twin.
     """
     names = [p.name for p in predictors]
     if len(set(names)) != len(names):
         raise InvalidInputError(f"predictor names must be unique, got {names}")
+    if clean is not None:
+        check_clean_twin(data, clean)
     lengths = _lengths(data)
     segments = sample_segments(lengths, config.horizon, config.history, config.max_segments, rng)
     transitions = sample_transitions(lengths, config.history, config.max_transitions, rng)
@@ -332,25 +296,21 @@ def evaluate_predictors(predictors: Sequence[Predictor], data: RecordedData, con
 
         parts = [_rollout_part(model_for(text), data, segments[ks], config, p.source)
                  for text, ks in seg_groups.items()]
-        predicted, measured = [], []
-        for text, ks in step_groups.items():
-            rows = transitions[ks]
-            actions = np.stack([_inputs(data.episodes[int(e)], p.source)[int(t)] for e, t in rows])
-            _, wrench = model_for(text).step(_histories(data, rows, config.history), actions)
-            predicted.append(wrench)
-            measured.append(np.stack([data.episodes[int(e)].wrench[int(t)] for e, t in rows]))
+        predicted = _one_step(model_for, data, transitions, step_groups, config, p.source)
         reports[p.name] = PredictionReport(
             rollout_metrics(concat_rollout_errors(parts)),
-            one_step_metrics(np.concatenate(predicted), np.concatenate(measured)),
+            one_step_metrics(predicted, _readings(data, transitions)),
             time.perf_counter() - started,
+            None if clean is None else one_step_metrics(predicted, _readings(clean, transitions)),
         )
     return reports
 
 
 def report_row(model: str, policy: str, report: PredictionReport) -> dict:
     """One row of Table I: keys ``model, policy, rmse_pos_mm, rel_pos, rmse_rot_deg, rel_rot, force_err_N,
-    torque_err_Nm`` (relative errors as fractions, not percent), plus ``horizon, rollouts, transitions``."""
-    r, s = report.rollout, report.one_step
+    torque_err_Nm`` (relative errors as fractions, not percent), ``force_err_clean_N, torque_err_clean_Nm``
+    (against the clean twin's readings; None without one), plus ``horizon, rollouts, transitions``."""
+    r, s, c = report.rollout, report.one_step, report.one_step_clean
     return {
         "model": model,
         "policy": policy,
@@ -360,85 +320,9 @@ def report_row(model: str, policy: str, report: PredictionReport) -> dict:
         "rel_rot": r.rel_rot,
         "force_err_N": s.force_err_N,
         "torque_err_Nm": s.torque_err_Nm,
+        "force_err_clean_N": None if c is None else c.force_err_N,
+        "torque_err_clean_Nm": None if c is None else c.torque_err_Nm,
         "horizon": r.horizon,
         "rollouts": r.n_rollouts,
         "transitions": s.n_transitions,
     }
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """Windows for :func:`contactkit.models.gnn.train` with the scenes they index and the data's step spec.
-
-    Attributes:
-        windows: indexable window dicts (:class:`~contactkit.data.TrajectoryWindows` items plus an int
-            ``scene_index`` into ``scenes``).
-        scenes: the distinct scenes of the selected episodes, in order of first appearance.
-        step: control period [s] and gravity of the data.
-    """
-
-    windows: object
-    scenes: tuple[Scene, ...]
-    step: object
-
-
-class _SceneWindows:
-    """TrajectoryWindows whose items also carry ``scene_index``."""
-
-    def __init__(self, windows, scene_index: np.ndarray):
-        self.windows, self.scene_index = windows, scene_index
-
-    def __len__(self) -> int:
-        return len(self.windows)
-
-    def __getitem__(self, i: int) -> dict:
-        return {**self.windows[i], "scene_index": int(self.scene_index[i])}
-
-
-def _file_episodes(paths: Sequence[str]) -> tuple[list[tuple[str, int]], bool]:
-    """``(scene text, steps)`` of every committed episode of the files in order, and whether gravity acts."""
-    out, gravity = [], None
-    for path in paths:
-        with open_dataset(path) as ds:
-            g = bool(json.loads(ds.meta.world).get("gravity", True))
-            if gravity is not None and g != gravity:
-                raise DatasetError(f"{path}: gravity {g} differs from the other training files")
-            gravity = g
-            out += [(ds.scene_json(i), int(ds.index.length[i])) for i in range(len(ds))]
-    return out, bool(gravity)
-
-
-def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
-                  episodes: Sequence[int] | None = None) -> TrainingData:
-    """Windows of ``history`` states over dataset files, with per-episode scenes (random-scene data included).
-
-    Args:
-        paths: one file or several; their episodes are numbered consecutively in order.
-        history: states per window (Act-FIGNet: 3).
-        episodes: optional subset of those episode numbers (e.g. from ``split_by_episode``).
-
-    Raises:
-        DatasetError: unreadable files, files that disagree on control period or gravity, or an episode
-            without a scene (``"{}"``).
-    """
-    from contactkit.data.windows import TrajectoryWindows
-    from contactkit.models.gnn.kinematics import STANDARD_GRAVITY, StepSpec
-
-    paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
-    windows = TrajectoryWindows(paths, history=history, episodes=episodes)
-    listed, gravity = _file_episodes(paths)
-    texts, index = [], []
-    for e in windows.episode_ids:
-        text, steps = listed[int(e)]
-        if text.strip() in ("", "{}"):
-            raise DatasetError(f"episode {int(e)} of {paths} has no scene description; training needs the geometry")
-        if text not in texts:
-            texts.append(text)
-        index.append(np.full(max(0, steps - history + 1), texts.index(text), dtype=np.int64))
-    scene_index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
-    if len(scene_index) != len(windows):
-        raise DatasetError(f"{paths}: the episode index lists {len(scene_index)} windows, the data {len(windows)}")
-    with open_dataset(paths[0]) as ds:
-        dt = ds.meta.control_dt
-    step = StepSpec(dt, (0.0, 0.0, -STANDARD_GRAVITY if gravity else 0.0))
-    return TrainingData(_SceneWindows(windows, scene_index), tuple(Scene.from_json(t) for t in texts), step)

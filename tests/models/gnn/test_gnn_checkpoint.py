@@ -9,6 +9,7 @@ import pytest
 import safetensors.torch
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError
 from contactkit.models.gnn.checkpoint import (
     load_checkpoint,
@@ -28,7 +29,8 @@ from contactkit.models.gnn.train import TrainConfig, loss_terms
 from ._gnn_synthetic import STEP, box_scene, make_windows
 
 DATA = Path(__file__).parent / "data"
-CFG = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01), latent_dim=16, hidden_dim=16, mlp_layers=1,
+CFG = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH),
+                  latent_dim=16, hidden_dim=16, mlp_layers=1,
                   message_passing_steps=2)
 
 
@@ -36,7 +38,7 @@ CFG = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01), latent_dim=16, 
 def batch():
     arrays = prepare_scene(box_scene(), STEP)
     windows = make_windows(np.random.default_rng(0), 2, 2)
-    return make_batch([(arrays, *prepare_window(arrays, w), None) for w in windows], CFG.graph)
+    return make_batch([(arrays, *prepare_window(arrays, w, ActionMode.WRENCH), None) for w in windows], CFG.graph)
 
 
 def _trained(batch, steps=3):
@@ -78,7 +80,7 @@ def test_contact_model_from_checkpoint(tmp_path, batch):
     model, _ = _trained(batch, 1)
     step = StepSpec(0.02, (0.0, 0.0, -9.81))
     path = save_checkpoint(tmp_path / "m.safetensors", model, step)
-    wrapper = GnnContactModel.from_checkpoint(path, box_scene())
+    wrapper = GnnContactModel.from_checkpoint(path, box_scene(), action_mode=ActionMode.WRENCH)
     assert wrapper.dt == 0.02 and wrapper.history_length == 3
 
 

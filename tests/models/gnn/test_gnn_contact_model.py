@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
 from contactkit.models.gnn.contact_model import GnnContactModel
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
@@ -15,7 +16,8 @@ from contactkit.state import BodyState
 
 from ._gnn_synthetic import STEP, box_scene, flight_trajectory, slide_trajectory
 
-CFG = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01), latent_dim=16, hidden_dim=16, mlp_layers=1,
+CFG = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH),
+                  latent_dim=16, hidden_dim=16, mlp_layers=1,
                   message_passing_steps=1)
 
 

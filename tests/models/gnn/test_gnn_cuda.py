@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.contact_model import GnnContactModel
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
@@ -18,17 +19,18 @@ from ._gnn_synthetic import STEP, box_scene, flight_trajectory, make_windows
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 CUDA_TOL = 1e-4  # float32 reductions in another order
-MODEL = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01), latent_dim=32, hidden_dim=32, mlp_layers=2,
+MODEL = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH),
+                    latent_dim=32, hidden_dim=32, mlp_layers=2,
                     message_passing_steps=3)
 
 
 @pytest.mark.parametrize("variant", list(ModelVariant))
 def test_cuda_forward_matches_cpu(variant):
-    cfg = ModelConfig(GraphConfig(variant, 3, 0.01), latent_dim=32, hidden_dim=32, mlp_layers=2,
+    cfg = ModelConfig(GraphConfig(variant, 3, 0.01, ActionMode.WRENCH), latent_dim=32, hidden_dim=32, mlp_layers=2,
                       message_passing_steps=3)
     arrays = prepare_scene(box_scene(), STEP)
     windows = make_windows(np.random.default_rng(0), 3, 3)
-    batch = make_batch([(arrays, *prepare_window(arrays, w), None) for w in windows], cfg.graph)
+    batch = make_batch([(arrays, *prepare_window(arrays, w, ActionMode.WRENCH), None) for w in windows], cfg.graph)
     model = EncodeProcessDecode(cfg, torch.Generator().manual_seed(0))
     model.update_normalizers(batch.graph, batch.accel, batch.wrench)
     with torch.no_grad():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import GeometryError, InvalidInputError
 from contactkit.models.gnn.face_edges import FACE_FEATURE_DIM, face_interaction_edges
 from contactkit.models.gnn.graph import (
@@ -19,8 +20,8 @@ from contactkit.models.gnn.triangles import triangle_pair_closest_points
 
 from ._gnn_synthetic import HALF, MASS, STEP, box_scene, flight_trajectory, slide_trajectory, windows_from
 
-ACT = GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01)
-PLUS = GraphConfig(ModelVariant.FIGNET_PLUS, 3, 0.01)
+ACT = GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH)
+PLUS = GraphConfig(ModelVariant.FIGNET_PLUS, 3, 0.01, ActionMode.WRENCH)
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +177,52 @@ def test_bad_inputs_are_refused(arrays):
 
     with pytest.raises(GeometryError, match="flipped"):
         prepare_scene(replace(scene, tool=replace(scene.tool, part=flipped)), STEP)
+
+
+def test_broad_phase_culls_keep_every_pair_of_a_peg_in_its_hole():
+    """The box and plane culls are exact: on the long thin faces of a hexagonal peg tilted in its slot, the
+    pairs found equal those of the narrow phase run on all face pairs."""
+    from contactkit.models.gnn.face_edges import face_pairs_within
+    from contactkit.rotations import quat_mul, quat_rotate, rotvec_to_quat
+    from contactkit.tasks.scenes import peg_in_hole
+
+    scene = peg_in_hole("hexagon", 1e-3)
+    arrays = prepare_scene(scene, STEP)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q = quat_mul(rotvec_to_quat(np.r_[rng.normal(0, 0.05, 2), rng.uniform(-0.5, 0.5)]), scene.tool.init_quat)
+        pos = np.asarray(scene.target_pos) + np.r_[rng.normal(0, 1e-3, 2), rng.uniform(0.0, 0.02)]
+        tris_a = (quat_rotate(q, arrays.tool_vertices) + pos)[arrays.tool_faces]
+        tris_b = arrays.static_vertices[arrays.static_faces]
+        ia, ib, dist, _, _ = face_pairs_within(tris_a, tris_b, 0.01)
+        ta, tb = np.meshgrid(np.arange(len(tris_a)), np.arange(len(tris_b)), indexing="ij")
+        d_all, _, _ = triangle_pair_closest_points(tris_a[ta.ravel()], tris_b[tb.ravel()])
+        within = np.nonzero(d_all <= 0.01)[0]
+        assert len(within) > 0
+        np.testing.assert_array_equal(ia, ta.ravel()[within])
+        np.testing.assert_array_equal(ib, tb.ravel()[within])
+        np.testing.assert_allclose(dist, d_all[within], atol=1e-15)
+
+
+def test_build_graphs_equals_batching_single_graphs(arrays):
+    """The vectorised construction of several windows (two scenes mixed) gives the batch of single graphs."""
+    from contactkit.models.gnn.graph import build_graphs
+
+    other = prepare_scene(box_scene(floor_pos=(0.0, 0.0, -0.021)), STEP)
+    items = []
+    for seed in range(5):
+        a = arrays if seed % 2 else other
+        items.append((a, _sliding_inputs(a, seed)))
+    w = windows_from(*flight_trajectory(np.random.default_rng(9), 3))[0]
+    items.append((arrays, graph_inputs(arrays, w["history"].numpy(), w["action"].numpy())))  # no face edges
+    for config in (ACT, PLUS):
+        fast = build_graphs([a for a, _ in items], [x for _, x in items], config)
+        slow = batch_graphs([build_graph(a, x, config) for a, x in items])
+        assert fast.face_senders.shape[0] > 0
+        for name in slow.__dataclass_fields__:
+            value = getattr(slow, name)
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(getattr(fast, name), value), name
+        assert fast.num_graphs == slow.num_graphs == len(items)
+    with pytest.raises(InvalidInputError, match="at least one"):
+        build_graphs(arrays, [], ACT)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
 from contactkit.models.gnn.kinematics import prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
@@ -18,7 +19,7 @@ OVERFIT_MAX_STEPS = 400
 
 
 def tiny_config(variant=ModelVariant.ACT_FIGNET) -> ModelConfig:
-    return ModelConfig(GraphConfig(variant, 3, 0.01), latent_dim=32, hidden_dim=32, mlp_layers=2,
+    return ModelConfig(GraphConfig(variant, 3, 0.01, ActionMode.WRENCH), latent_dim=32, hidden_dim=32, mlp_layers=2,
                        message_passing_steps=2)
 
 
@@ -26,7 +27,7 @@ def tiny_config(variant=ModelVariant.ACT_FIGNET) -> ModelConfig:
 def data():
     arrays = prepare_scene(box_scene(), STEP)
     windows = make_windows(np.random.default_rng(0), 4, 4)
-    return [(arrays, *prepare_window(arrays, w), None) for w in windows]
+    return [(arrays, *prepare_window(arrays, w, ActionMode.WRENCH), None) for w in windows]
 
 
 def test_normalizer_statistics_and_inverse():

@@ -7,6 +7,7 @@ This is the invariance the SO(3) augmentation of paper §III-D.a relies on: the 
 import numpy as np
 import pytest
 
+from contactkit.control.impedance import ActionMode
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant, build_graph, feature_layouts
 from contactkit.models.gnn.kinematics import StepSpec, graph_inputs, graph_targets, prepare_scene
 from contactkit.models.gnn.samples import acceleration_target, rotate_sample
@@ -52,7 +53,7 @@ def test_rotating_the_world_rotates_features_and_targets(variant):
     rot = quat_to_mat(rot_q)
     action = np.array([1.0, -2.0, 3.0, 0.05, 0.02, -0.01])
     reading = np.array([0.3, -0.1, 4.0, 0.01, 0.02, 0.0])
-    config = GraphConfig(variant, 3, 0.01)
+    config = GraphConfig(variant, 3, 0.01, ActionMode.WRENCH)
     graphs, targets = [], []
     for scene, step, history, nxt in _rotate_world(rot_q):
         arrays = prepare_scene(scene, step)

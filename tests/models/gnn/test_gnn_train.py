@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.models.gnn.checkpoint import load_checkpoint
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
@@ -11,7 +12,8 @@ from contactkit.models.gnn.train import TrainConfig, learning_rate, train
 
 from ._gnn_synthetic import STEP, box_scene, make_windows
 
-MODEL = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01), latent_dim=16, hidden_dim=16, mlp_layers=1,
+MODEL = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH),
+                    latent_dim=16, hidden_dim=16, mlp_layers=1,
                     message_passing_steps=1)
 CONFIG = TrainConfig(MODEL, batch_size=4, num_steps=6, lr_init=1e-3, lr_final=1e-5, lr_decay_steps=4,
                      noise_std=1e-4, norm_accumulation_steps=2, val_every=3, checkpoint_every=3, log_every=2,
@@ -82,3 +84,21 @@ def test_bad_windows_are_refused(tmp_path):
         train(CONFIG, bad, [], tmp_path, scene=box_scene(), step=STEP)
     with pytest.raises(InvalidInputError, match="empty"):
         train(CONFIG, [], [], tmp_path, scene=box_scene(), step=STEP)
+
+
+class _RecordedWindows(list):
+    """Windows that say what their ``command`` means, as TrajectoryWindows do."""
+
+    def __init__(self, items, action_mode):
+        super().__init__(items)
+        self.action_mode = action_mode
+
+
+def test_pose_delta_model_refuses_wrench_commands(tmp_path, windows):
+    pose = TrainConfig(**{**CONFIG.__dict__, "model": ModelConfig(
+        GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.POSE_DELTA), latent_dim=16, hidden_dim=16)})
+    recorded = _RecordedWindows(windows[0], ActionMode.WRENCH)
+    with pytest.raises(InvalidInputError, match="needs pose-delta commands"):
+        train(pose, recorded, windows[1], tmp_path, scene=box_scene(), step=STEP)
+    with pytest.raises(InvalidInputError, match="lacks the key 'command'"):  # synthetic windows carry none
+        train(pose, windows[0], windows[1], tmp_path, scene=box_scene(), step=STEP)

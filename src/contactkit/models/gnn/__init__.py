@@ -5,16 +5,36 @@ Neural Networks for Robotic Peg Insertion" (``shared/papers/act-fignet_peg-inser
 
 Typical use::
 
-    cfg = TrainConfig.preset("small")
+    cfg = TrainConfig.preset("small")  # pose-delta actions (GraphConfig.action_mode)
     result = train(cfg, train_ds, val_ds, "runs/gnn", scene=scene, step=StepSpec.from_world(params))
-    model = GnnContactModel.from_checkpoint(result.best_checkpoint, scene)
-    next_state, ft = model.step(history, action)
+    model = GnnContactModel.from_checkpoint(result.best_checkpoint, scene)  # refuses a wrench-action model
+    next_state, ft = model.step(history, pose_delta)  # history (*B, h, ...), pose_delta (*B, 6)
 """
 
+from contactkit.models.gnn.actions import (
+    ImpedanceLaw,
+    action_wrench,
+    command_wrench,
+    finite_difference_twist,
+    impedance_law,
+)
 from contactkit.models.gnn.checkpoint import Checkpoint, load_checkpoint, restore_model, save_checkpoint
 from contactkit.models.gnn.contact_model import GnnContactModel
-from contactkit.models.gnn.face_edges import FaceEdges, face_interaction_edges, face_pairs_within
-from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant, batch_graphs, build_graph, feature_layouts
+from contactkit.models.gnn.face_edges import (
+    FaceEdges,
+    face_interaction_edges,
+    face_interaction_edges_many,
+    face_pairs_within,
+)
+from contactkit.models.gnn.graph import (
+    Graph,
+    GraphConfig,
+    ModelVariant,
+    batch_graphs,
+    build_graph,
+    build_graphs,
+    feature_layouts,
+)
 from contactkit.models.gnn.kinematics import GraphInputs, GraphTargets, SceneArrays, StepSpec, prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
 from contactkit.models.gnn.normalize import RunningNormalizer
@@ -33,6 +53,7 @@ __all__ = [
     "GraphConfig",
     "GraphInputs",
     "GraphTargets",
+    "ImpedanceLaw",
     "ModelConfig",
     "ModelVariant",
     "RotationAugmentation",
@@ -42,13 +63,19 @@ __all__ = [
     "TrainConfig",
     "TrainProgress",
     "TrainResult",
+    "action_wrench",
     "align_pose",
     "batch_graphs",
     "build_graph",
+    "build_graphs",
+    "command_wrench",
     "face_interaction_edges",
+    "face_interaction_edges_many",
     "face_pairs_within",
     "feature_layouts",
+    "finite_difference_twist",
     "finite_difference_velocity",
+    "impedance_law",
     "integrate_positions",
     "load_checkpoint",
     "make_batch",

@@ -2,7 +2,8 @@
 
 Layout: tensors ``model.<name>`` (weights and normalisation buffers), ``optim.<param>.<key>`` (optimizer
 state, for resuming); the safetensors header metadata holds JSON strings: ``format``, ``format_version``,
-``model_config``, ``step_spec`` (control period and gravity the model was trained for), ``optimizer``
+``model_config`` (architecture and graph settings, the action mode included), ``step_spec`` (control
+period and gravity the model was trained for), ``optimizer``
 (param groups) and ``train_state`` (step, losses, random generator states). Writing is atomic (a
 temporary file in the same folder, then ``os.replace``).
 
@@ -22,6 +23,7 @@ import numpy as np
 import safetensors.torch
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, ContactkitError
 from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
@@ -159,16 +161,19 @@ def _meta_json(path: Path, meta: dict, key: str, required: bool = True):
         raise _fail(path, f"metadata '{key}' is not valid JSON ({exc})") from None
 
 
-def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None) -> Checkpoint:
+def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None,
+                    action_mode: ActionMode | str | None = None) -> Checkpoint:
     """Read and validate a checkpoint written by :func:`save_checkpoint` (never unpickles anything).
 
     Args:
         path: the ``.safetensors`` file.
         expected_config: when given, the checkpoint's model config must equal it.
+        action_mode: when given, the model must take this kind of action (``model_config.graph.action_mode``;
+            a config without one reads as ``WRENCH``, see :meth:`ModelConfig.from_dict`).
 
     Raises:
         CheckpointError: missing, unreadable, not safetensors, truncated, foreign, of another format
-            version, not matching ``expected_config``, or holding non-finite weights.
+            version, not matching ``expected_config`` or ``action_mode``, or holding non-finite weights.
     """
     path = Path(path)
     try:
@@ -194,6 +199,9 @@ def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None
         raise _fail(path, f"invalid model configuration in metadata ({exc})") from None
     if expected_config is not None and config != expected_config:
         raise _fail(path, f"model config mismatch: {_config_diff(config, expected_config)}")
+    if action_mode is not None and config.graph.action_mode != ActionMode(action_mode):
+        raise _fail(path, f"the model takes {config.graph.action_mode.value!r} actions, but "
+                    f"{ActionMode(action_mode).value!r} actions were asked for")
     try:
         tensors = safetensors.torch.load(data)
     except Exception as exc:  # the header was checked; anything left is corruption in the payload

@@ -1,9 +1,11 @@
 """A trained Act-FIGNet / FIGNet+ model behind the ContactModel protocol (DESIGN.md).
 
-``step(history, action) -> (next state, F/T reading)`` runs the whole pipeline of paper §III-C: graph
-construction from the last ``h`` tool states and the action, the EPD stack, then post-processing (Euler
-integration of vertex accelerations, rigid alignment, finite-difference velocities) and the conversion of
-the predicted wrench to the sensor frame. Inputs and outputs are numpy float64; batch dimensions lead.
+``step(history, action) -> (next state, F/T reading)`` runs the whole pipeline of paper §III-C: the action
+wrench (the impedance controller's, from a pose-delta command at the current state, :mod:`.actions`; or a
+given wrench), graph construction from the last ``h`` tool states and that wrench, the EPD stack, then
+post-processing (Euler integration of vertex accelerations, rigid alignment, finite-difference
+velocities) and the conversion of the predicted wrench to the sensor frame. Inputs and outputs are numpy
+float64; batch dimensions lead.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.models.gnn.actions import action_wrench
 from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
-from contactkit.models.gnn.graph import batch_graphs, build_graph
+from contactkit.models.gnn.graph import build_graphs
 from contactkit.models.gnn.kinematics import SceneArrays, StepSpec, center_to_sensor, graph_inputs, prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode
 from contactkit.models.gnn.postprocess import (
@@ -51,19 +55,45 @@ class GnnContactModel:
         self.model.to(self.device).eval()
 
     @staticmethod
-    def from_checkpoint(path: str | Path, scene: Scene, device: str = "cpu") -> GnnContactModel:
-        """Load a checkpoint written by training (raises CheckpointError when it is unusable)."""
-        ckpt = load_checkpoint(path)
+    def from_checkpoint(path: str | Path, scene: Scene, device: str = "cpu",
+                        action_mode: ActionMode | str | None = ActionMode.POSE_DELTA) -> GnnContactModel:
+        """Load a checkpoint written by training.
+
+        Args:
+            path: the ``.safetensors`` file.
+            scene: the scene to predict.
+            device: torch device.
+            action_mode: the actions the caller will give (default pose deltas); None accepts either mode.
+
+        Raises:
+            CheckpointError: the file is unusable, or its model takes another kind of action.
+        """
+        ckpt = load_checkpoint(path, action_mode=action_mode)
         return GnnContactModel(restore_model(ckpt, device), scene, ckpt.step_spec, device)
 
     @property
-    def history_length(self) -> int:
+    def action_mode(self) -> ActionMode:
+        """What an action is: a pose-target displacement (``POSE_DELTA``) or an applied wrench (``WRENCH``)."""
+        return self.model.config.graph.action_mode
+
+    @property
+    def history(self) -> int:
         """Number of past states ``h`` a step reads (the last ``h`` of the history it is given)."""
         return self.model.config.graph.history
 
     @property
-    def dt(self) -> float:
+    def history_length(self) -> int:
+        """Alias of :attr:`history`."""
+        return self.history
+
+    @property
+    def control_dt(self) -> float:
         """Control period [s] between states."""
+        return self.step_spec.dt
+
+    @property
+    def dt(self) -> float:
+        """Alias of :attr:`control_dt`."""
         return self.step_spec.dt
 
     def _check(self, history: BodyState, action) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
@@ -86,7 +116,10 @@ class GnnContactModel:
         Args:
             history: tool states with time axis last among the batch dims: fields ``(*B, H, ...)``,
                 oldest first, ``H >= history_length``; world frame.
-            action: ``(*B, 6)`` wrench applied to the tool, world frame, torque about the tool origin [N, N·m].
+            action: ``(*B, 6)``: with ``action_mode`` ``POSE_DELTA`` a displacement of the impedance target
+                from the current pose (position [m], rotation vector [rad], world frame), turned into the
+                controller's wrench at the current state (:func:`.actions.command_wrench`); with ``WRENCH``
+                the wrench applied to the tool, world frame, torque about the tool origin [N, N·m].
 
         Returns:
             ``(state, wrench)``: next tool state ``(*B,)`` (velocities by finite difference over ``dt``) and
@@ -96,8 +129,9 @@ class GnnContactModel:
             InvalidInputError: wrong shapes, NaN, non-unit quaternions, too short a history.
         """
         flat, act, batch = self._check(history, action)
-        inputs = [graph_inputs(self.arrays, flat[i], act[i]) for i in range(len(flat))]
-        graph = batch_graphs([build_graph(self.arrays, x, self.model.config.graph) for x in inputs]).to(self.device)
+        wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.dt)
+        inputs = [graph_inputs(self.arrays, flat[i], wrench_in[i]) for i in range(len(flat))]
+        graph = build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph).to(self.device)
         accel, wrench = self.model.predict(graph)
         n, n_vert = len(flat), len(self.arrays.tool_vertices)
         accel = accel.detach().cpu().to(torch.float64).reshape(n, n_vert, 3)
@@ -115,11 +149,12 @@ class GnnContactModel:
         return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
 
     def rollout(self, history: BodyState, actions) -> tuple[BodyState, np.ndarray]:
-        """Open-loop rollout feeding predictions back as history (paper §IV-B.c).
+        """Rollout feeding predictions back as history (paper §IV-B.c); with pose-delta actions the controller's
+        wrench is recomputed at every predicted state, so the rollout is closed loop like a simulator's.
 
         Args:
             history: initial states, fields ``(*B, H, ...)``, ``H >= history_length``.
-            actions: ``(*B, T, 6)`` applied wrenches, world frame, about the tool origin.
+            actions: ``(*B, T, 6)`` actions of :meth:`step`, one per step.
 
         Returns:
             states with fields ``(*B, T, ...)`` (``s_{t+1} .. s_{t+T}``) and F/T readings ``(*B, T, 6)``.

@@ -19,8 +19,14 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
-from contactkit.models.gnn.face_edges import FACE_FEATURE_LAYOUT, face_interaction_edges
+from contactkit.models.gnn.face_edges import (
+    FACE_FEATURE_LAYOUT,
+    FaceEdges,
+    face_interaction_edges,
+    face_interaction_edges_many,
+)
 from contactkit.models.gnn.kinematics import GraphInputs, SceneArrays
 
 Layout = tuple[tuple[str, int, bool], ...]
@@ -41,14 +47,19 @@ class GraphConfig:
         variant: Act-FIGNet (world nodes and edges) or FIGNet+ (action in node features).
         history: number of tool states ``h`` a graph reads (paper: 3), >= 2.
         collision_radius: faces closer than this interact [m] (paper appendix V-B: 1 mm or 10 mm).
+        action_mode: what the model's action is: a pose-delta command of the impedance controller, turned
+            into the controller's wrench at the model's own state (:mod:`.actions`; the default), or the
+            wrench applied to the tool (``WRENCH``: for data recorded under wrench control).
     """
 
     variant: ModelVariant = ModelVariant.ACT_FIGNET
     history: int = 3
     collision_radius: float = 0.01
+    action_mode: ActionMode = ActionMode.POSE_DELTA
 
     def __post_init__(self):
         object.__setattr__(self, "variant", ModelVariant(self.variant))
+        object.__setattr__(self, "action_mode", ActionMode(self.action_mode))
         if not (isinstance(self.history, int) and self.history >= 2):
             raise InvalidInputError(f"GraphConfig.history must be an integer >= 2, got {self.history!r}")
         if not (np.isfinite(self.collision_radius) and self.collision_radius > 0):
@@ -155,22 +166,53 @@ def _node_features(disp_hist: np.ndarray, attrs: np.ndarray, extra: np.ndarray |
     return np.concatenate(parts, axis=-1)
 
 
-def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig) -> Graph:
+def _check_inputs(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig) -> None:
+    h, n_tool = config.history, len(arrays.tool_vertices)
+    if inputs.tool_positions.shape != (h, n_tool, 3) or inputs.tool_centers.shape != (h, 3):
+        raise InvalidInputError(
+            f"graph inputs hold tool positions {inputs.tool_positions.shape}, expected ({h}, {n_tool}, 3)"
+        )
+
+
+def build_graphs(arrays: SceneArrays | Sequence[SceneArrays], inputs: Sequence[GraphInputs],
+                 config: GraphConfig) -> Graph:
+    """The batch of the input graphs of several windows: ``batch_graphs([build_graph(...) ...])``, with the
+    face-interaction edges of all graphs found in one vectorised pass (the cost of graph construction).
+
+    Args:
+        arrays: the scene arrays of every window (one for all, or one per window).
+        inputs: the windows' graph inputs (at least one).
+        config: variant, history length and collision radius.
+    """
+    if not inputs:
+        raise InvalidInputError("build_graphs needs at least one window")
+    arrays = [arrays] * len(inputs) if isinstance(arrays, SceneArrays) else list(arrays)
+    if len(arrays) != len(inputs):
+        raise InvalidInputError(f"build_graphs: {len(arrays)} scene arrays for {len(inputs)} windows")
+    for a, x in zip(arrays, inputs, strict=True):
+        _check_inputs(a, x, config)
+    positions = [np.concatenate([x.tool_positions[-1], x.static_positions]) for x in inputs]
+    static_faces = {id(a): a.static_faces + len(a.tool_vertices) for a in arrays}  # one array per scene
+    faces = face_interaction_edges_many(positions, [a.tool_faces for a in arrays],
+                                        [static_faces[id(a)] for a in arrays], config.collision_radius)
+    return batch_graphs([build_graph(a, x, config, f) for a, x, f in zip(arrays, inputs, faces, strict=True)])
+
+
+def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig,
+                faces: FaceEdges | None = None) -> Graph:
     """Input graph G_in = Φ_con(s_t^h, a_t, M) of one window (paper §III-C.1), on the CPU.
 
     Args:
         arrays: static scene arrays (meshes, attributes).
         inputs: world-frame vertex and centre positions over the history, and the net external wrench.
         config: variant, history length ``h`` and collision radius.
+        faces: the window's face-interaction edges when already computed (:func:`build_graphs`).
 
     Raises:
         InvalidInputError: ``inputs`` does not hold ``config.history`` frames of this scene's meshes.
     """
+    _check_inputs(arrays, inputs, config)
     h, n_tool = config.history, len(arrays.tool_vertices)
-    if inputs.tool_positions.shape != (h, n_tool, 3) or inputs.tool_centers.shape != (h, 3):
-        raise InvalidInputError(
-            f"graph inputs hold tool positions {inputs.tool_positions.shape}, expected ({h}, {n_tool}, 3)"
-        )
     n_static, n_obj = len(inputs.static_positions), 1 + arrays.num_statics
     mesh_obj = np.concatenate([np.zeros(n_tool, dtype=np.int64), 1 + arrays.static_body])
     static_hist = np.broadcast_to(inputs.static_positions, (h, n_static, 3))
@@ -190,7 +232,9 @@ def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig) -
     mesh = np.arange(len(mesh_obj))
     om_x = np.concatenate([disp, np.linalg.norm(disp, axis=-1, keepdims=True)], axis=1)
     mo_x = om_x * np.array([-1, -1, -1, 1.0])
-    faces = face_interaction_edges(pos_t, arrays.tool_faces, arrays.static_faces + n_tool, config.collision_radius)
+    if faces is None:
+        faces = face_interaction_edges(pos_t, arrays.tool_faces, arrays.static_faces + n_tool,
+                                       config.collision_radius)
     tool = np.arange(n_tool)
     if plus:
         world_x, wm_index, wm_x, mw_index, mw_x = np.zeros((0, 2)), *_empty_edges(8), *_empty_edges(8)

@@ -5,7 +5,8 @@ their bodies. This module turns a :class:`contactkit.scene.Scene` and tool state
 graph is built from (§III-C.1), and converts wrenches between the frames the data use and the frame the
 network predicts in:
 
-* the action is the wrench the controller applies to the tool, world frame, torque about the tool origin;
+* the action is the wrench the controller applies to the tool, world frame, torque about the tool origin
+  (given, or computed from a pose-delta command by :mod:`.actions`);
   the network is fed the *net non-contact* wrench about the tool centre of mass (action plus weight
   ``m g``), which makes the learning problem invariant to a rotation of the whole world, gravity included;
 * the F/T reading is the contact wrench in the sensor frame about the sensor origin; the network predicts
@@ -20,6 +21,7 @@ import numpy as np
 
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.validate import check_solid
+from contactkit.models.gnn.actions import ImpedanceLaw, impedance_law
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_rotate, quat_to_mat
 from contactkit.scene import Scene
@@ -74,6 +76,8 @@ class SceneArrays:
         static_centers: ``(S, 3)`` volume centroids of the static bodies, world frame [m].
         static_attrs: ``(S, 3)`` ``[0, μ, 0]`` per static body (static bodies carry no mass).
         step: control period and gravity.
+        law: the scene's impedance controller, which turns pose-delta commands into action wrenches
+            (:mod:`.actions`).
     """
 
     tool_vertices: np.ndarray
@@ -88,6 +92,7 @@ class SceneArrays:
     static_centers: np.ndarray
     static_attrs: np.ndarray
     step: StepSpec
+    law: ImpedanceLaw
 
     @property
     def num_statics(self) -> int:
@@ -171,6 +176,7 @@ def prepare_scene(scene: Scene, step: StepSpec) -> SceneArrays:
         static_centers=np.stack(centers),
         static_attrs=np.asarray(attrs, dtype=np.float64),
         step=step,
+        law=impedance_law(scene, step.gravity),
     )
 
 

@@ -20,9 +20,13 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
 from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant, feature_layouts, layout_dim
 from contactkit.models.gnn.normalize import RunningNormalizer
+
+LEGACY_ACTION_MODE = ActionMode.WRENCH
+"""Action mode of a stored config that does not name one (checkpoints from before pose-delta actions)."""
 
 
 @dataclass(frozen=True)
@@ -42,17 +46,26 @@ class ModelConfig:
                 raise InvalidInputError(f"ModelConfig.{name} must be an integer >= 1, got {v!r}")
 
     def to_dict(self) -> dict:
-        """JSON-compatible form (the variant as its string value)."""
+        """JSON-compatible form (the variant and the action mode as their string values)."""
         d = asdict(self)
         d["graph"]["variant"] = self.graph.variant.value
+        d["graph"]["action_mode"] = self.graph.action_mode.value
         return d
 
     @staticmethod
     def from_dict(d: dict) -> ModelConfig:
-        """Inverse of :meth:`to_dict`; unknown or missing keys raise InvalidInputError naming them."""
+        """Inverse of :meth:`to_dict`; unknown or missing keys raise InvalidInputError naming them.
+
+        A ``graph`` without ``action_mode`` (written before the key existed, by models trained on applied
+        wrenches) reads as ``ActionMode.WRENCH``.
+        """
         _check_keys(d, ModelConfig, "model config")
-        _check_keys(d["graph"], GraphConfig, "model config 'graph'")
-        graph = GraphConfig(**{**d["graph"], "variant": ModelVariant(d["graph"]["variant"])})
+        graph_d = dict(d["graph"]) if isinstance(d["graph"], dict) else d["graph"]
+        if isinstance(graph_d, dict):
+            graph_d.setdefault("action_mode", LEGACY_ACTION_MODE.value)
+        _check_keys(graph_d, GraphConfig, "model config 'graph'")
+        graph = GraphConfig(**{**graph_d, "variant": ModelVariant(graph_d["variant"]),
+                               "action_mode": ActionMode(graph_d["action_mode"])})
         return ModelConfig(graph=graph, **{k: v for k, v in d.items() if k != "graph"})
 
 

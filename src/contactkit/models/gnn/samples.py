@@ -1,7 +1,9 @@
 """Training samples of Act-FIGNet (paper §III-D.a): windows → world-frame inputs and labels, augmentation.
 
-A window is a mapping with ``history`` (h, 13), ``action`` (6,), and for training ``wrench`` (6,) and
-``next_state`` (13,) (float tensors or arrays; see :mod:`.kinematics` for frames). Augmentation rotates
+A window is a mapping with ``history`` (h, 13), ``action`` (6,) (the applied wrench), ``command`` (6,) (the
+policy's pose-delta command; needed by ``ActionMode.POSE_DELTA`` models, which turn it into the controller's
+wrench, :mod:`.actions`), and for training ``wrench`` (6,) and ``next_state`` (13,) (float tensors or arrays;
+see :mod:`.kinematics` for frames). Augmentation rotates
 the whole world about its origin (vertex positions, centres, wrenches; gravity is inside the net external
 wrench, so it rotates with them) and adds Gaussian noise to the input positions of the tool.
 """
@@ -15,8 +17,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
-from contactkit.models.gnn.graph import Graph, GraphConfig, batch_graphs, build_graph
+from contactkit.models.gnn.actions import action_wrench
+from contactkit.models.gnn.graph import Graph, GraphConfig, build_graphs
 from contactkit.models.gnn.kinematics import GraphInputs, GraphTargets, SceneArrays, graph_inputs, graph_targets
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
 
@@ -57,10 +61,35 @@ def _array(window: Mapping, key: str) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def prepare_window(arrays: SceneArrays, window: Mapping) -> tuple[GraphInputs, GraphTargets]:
-    """World-frame inputs and labels of a training window (raises InvalidInputError on bad shapes/NaN)."""
+WINDOW_ACTION_KEY = {ActionMode.WRENCH: "action", ActionMode.POSE_DELTA: "command"}
+"""Which window entry a model of each action mode reads."""
+
+
+def window_wrench(arrays: SceneArrays, window: Mapping, mode: ActionMode) -> np.ndarray:
+    """The action wrench (6,) of a window, world frame about the tool origin [N, N·m]: the recorded applied
+    wrench (``WRENCH``) or the controller's wrench for the recorded command at the recorded history
+    (``POSE_DELTA``, :func:`.actions.command_wrench`)."""
+    mode = ActionMode(mode)
+    action = _array(window, WINDOW_ACTION_KEY[mode])
+    if mode is ActionMode.WRENCH:
+        return action
     history = _array(window, "history")
-    inputs = graph_inputs(arrays, history, _array(window, "action"))
+    if action.shape != (6,) or history.ndim != 2 or history.shape[0] < 2:
+        raise InvalidInputError(f"window 'command' must have shape (6,) and 'history' at least 2 states, got "
+                                f"{action.shape} and {history.shape}")
+    if not (np.all(np.isfinite(action)) and np.all(np.isfinite(history))):
+        raise InvalidInputError("window 'command' or 'history' contains NaN or Inf")
+    return action_wrench(mode, arrays.law, history, action, arrays.step.dt)
+
+
+def prepare_window(arrays: SceneArrays, window: Mapping,
+                   mode: ActionMode = ActionMode.POSE_DELTA) -> tuple[GraphInputs, GraphTargets]:
+    """World-frame inputs and labels of a training window (raises InvalidInputError on bad shapes/NaN).
+
+    ``mode``: the model's action mode, which says whether the window's ``command`` or ``action`` drives it.
+    """
+    history = _array(window, "history")
+    inputs = graph_inputs(arrays, history, window_wrench(arrays, window, mode))
     return inputs, graph_targets(arrays, history, _array(window, "wrench"), _array(window, "next_state"))
 
 
@@ -122,17 +151,18 @@ def make_batch(
     """
     if noise_std > 0 and rng is None:
         raise InvalidInputError("make_batch: noise_std > 0 needs an explicit rng")
-    graphs, accels, wrenches = [], [], []
+    all_arrays, all_inputs, accels, wrenches = [], [], [], []
     for arrays, inputs, targets, rot in items:
         if rot is not None:
             inputs, targets = rotate_sample(inputs, targets, rot)
         if noise_std > 0:
             inputs = add_position_noise(inputs, noise_std, rng)
-        graphs.append(build_graph(arrays, inputs, config))
+        all_arrays.append(arrays)
+        all_inputs.append(inputs)
         accels.append(acceleration_target(inputs, targets))
         wrenches.append(targets.wrench)
     return Batch(
-        graph=batch_graphs(graphs),
+        graph=build_graphs(all_arrays, all_inputs, config),
         accel=torch.as_tensor(np.concatenate(accels), dtype=torch.float32),
         wrench=torch.as_tensor(np.stack(wrenches), dtype=torch.float32),
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.models.gnn.checkpoint import (
     load_checkpoint,
@@ -172,8 +173,13 @@ def loss_terms(model: EncodeProcessDecode, batch: Batch, config: TrainConfig) ->
 class _Windows:
     """Windows of one or several scenes, turned into samples on demand."""
 
-    def __init__(self, windows, scene: Scene | Sequence[Scene], step: StepSpec):
-        self.windows = windows
+    def __init__(self, windows, scene: Scene | Sequence[Scene], step: StepSpec, mode: ActionMode):
+        self.windows, self.mode = windows, ActionMode(mode)
+        data_mode = getattr(windows, "action_mode", None)
+        if self.mode is ActionMode.POSE_DELTA and data_mode is not None and ActionMode(data_mode) != self.mode:
+            raise InvalidInputError(f"a {self.mode.value} model needs pose-delta commands, but the windows were "
+                                    f"recorded with {ActionMode(data_mode).value} commands; train a "
+                                    f"{ActionMode.WRENCH.value} model (GraphConfig.action_mode) on them")
         scenes = [scene] if isinstance(scene, Scene) else list(scene)
         self.arrays = [prepare_scene(s, step) for s in scenes]
 
@@ -185,7 +191,7 @@ class _Windows:
         k = int(w["scene_index"]) if "scene_index" in w else 0
         if not 0 <= k < len(self.arrays):
             raise InvalidInputError(f"window {i} names scene_index {k}, but {len(self.arrays)} scene(s) were given")
-        return self.arrays[k], prepare_window(self.arrays[k], w)
+        return self.arrays[k], prepare_window(self.arrays[k], w, self.mode)
 
 
 def _sample_batch(data: _Windows, config: TrainConfig, rng: np.random.Generator, device) -> Batch:
@@ -263,7 +269,8 @@ def train(
     Args:
         config: hyper-parameters (see :meth:`TrainConfig.preset`).
         train_windows, val_windows: indexable datasets of window dicts (``history`` (h, 13), ``action``
-            (6), ``wrench`` (6), ``next_state`` (13); optional ``scene_index`` when several scenes).
+            (6), ``command`` (6), ``wrench`` (6), ``next_state`` (13); optional ``scene_index`` when several
+            scenes); an ``action_mode`` attribute, when they have one, must suit the model's action mode.
         out_dir: gets ``last.safetensors`` every ``checkpoint_every`` steps and at the end, and
             ``best.safetensors`` at each new best validation loss.
         device: torch device of the model.
@@ -276,7 +283,8 @@ def train(
         InvalidInputError: empty training set, malformed windows. CheckpointError: a resume mismatch.
     """
     out_dir = Path(out_dir)
-    data, val = _Windows(train_windows, scene, step), _Windows(val_windows, scene, step)
+    mode = config.model.graph.action_mode
+    data, val = _Windows(train_windows, scene, step, mode), _Windows(val_windows, scene, step, mode)
     if len(data) == 0:
         raise InvalidInputError("train: the training set is empty")
     last_path, best_path = out_dir / LAST_CHECKPOINT, out_dir / BEST_CHECKPOINT
