@@ -267,7 +267,7 @@ def evaluate(
 
 
 def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
-             plots: Path | None = None) -> None:
+             plots: Path | None = None, options: dict | None = None) -> None:
     from contactkit.eval.harness import markdown_of, run_measurement
 
     try:
@@ -280,6 +280,7 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
                 device=device,
                 json_path=str(json_path) if json_path else None,
                 plots=str(plots) if plots else None,
+                options=options,
             )
     except ContactkitError as exc:
         _fail(exc)
@@ -310,9 +311,17 @@ def experiment(
     seed: int = 0,
     device: str = "cpu",
     plots: Annotated[Path | None, typer.Option(help="folder for the experiment's figures")] = None,
+    models: Annotated[
+        str | None, typer.Option(help="mpc-insertion: comma-separated models to plan with (default: all)")
+    ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="mpc-insertion: the Act-FIGNet checkpoint to plan with")
+    ] = None,
 ) -> None:
     """Reproduce a paper experiment (full runs are stored in docs/results/NAME.json)."""
-    _measure("experiment", name, quick, json_path, seed, device, plots)
+    options = {"models": tuple(m.strip() for m in models.split(",")) if models else None,
+               "checkpoint": str(checkpoint) if checkpoint else None}
+    _measure("experiment", name, quick, json_path, seed, device, plots, options)
 
 
 @app.command()

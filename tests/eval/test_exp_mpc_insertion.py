@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.eval import exp_mpc_insertion as exp
 from contactkit.eval.exp_mpc_insertion import InsertionBudget
 
@@ -13,19 +15,21 @@ TINY = InsertionBudget(("square", "circle-in-square"), episodes_per_pairing=1, m
                        population=4, iterations=1, replan_every=3)
 
 
-def test_tiny_run_reports_every_model_and_the_missing_ones(tmp_path, monkeypatch):
-    monkeypatch.setattr(exp, "ACT_FIGNET_CHECKPOINT", tmp_path / "absent.safetensors")
-    result = exp.run(quick=True, seed=0, plots=tmp_path / "plots", budget=TINY)
+def test_tiny_run_reports_every_model_and_the_missing_ones(tmp_path):
+    result = exp.run(quick=True, seed=0, plots=tmp_path / "plots", budget=TINY,
+                     checkpoint=tmp_path / "absent.safetensors")
     json.dumps(result)  # JSON-ready
-    gt = result["models"]["ground-truth"]
-    assert gt["episodes"] == 2 and set(gt["per_shape"]) == {"square", "circle-in-square"}
-    for summary in (gt, *gt["per_shape"].values()):
-        assert 0.0 <= summary["success_rate"] <= summary["halfway_rate"] <= 1.0
-    assert gt["replan_s"] > 0.0 and gt["replan_s_p90"] >= 0.0
-    assert gt["replans"] == sum(-(-e["steps"] // TINY.replan_every) for e in gt["per_episode"])
-    assert all(1 <= e["steps"] <= TINY.max_steps for e in gt["per_episode"])
+    assert set(result["models"]) == {"ground-truth", "engine"}
+    for name in ("ground-truth", "engine"):
+        summary = result["models"][name]
+        assert summary["episodes"] == 2 and set(summary["per_shape"]) == {"square", "circle-in-square"}
+        for rates in (summary, *summary["per_shape"].values()):
+            assert 0.0 <= rates["success_rate"] <= rates["halfway_rate"] <= 1.0
+        assert summary["replan_s"] > 0.0 and summary["replan_s_p90"] >= 0.0
+        assert summary["replans"] == sum(-(-e["steps"] // TINY.replan_every) for e in summary["per_episode"])
+        assert all(1 <= e["steps"] <= TINY.max_steps for e in summary["per_episode"])
     missing = {m["model"]: m["reason"] for m in result["missing"]}
-    assert "absent.safetensors" in missing["act-fignet"] and "engine" in missing
+    assert set(missing) == {"act-fignet"} and "absent.safetensors" in missing["act-fignet"]
     assert set(result["models"]) | set(missing) == set(exp.MODEL_FACTORIES)
     assert result["budget"]["horizon"] == 4
     for path in result["plots"]:
@@ -40,10 +44,70 @@ def test_quick_and_full_budgets_follow_the_paper_where_they_should():
     assert exp.QUICK_BUDGET.pairings == exp.FULL_BUDGET.pairings
 
 
-@pytest.mark.parametrize("name", ["act-fignet", "engine"])
-def test_unavailable_models_raise_with_a_reason(name, tmp_path, monkeypatch):
-    monkeypatch.setattr(exp, "ACT_FIGNET_CHECKPOINT", tmp_path / "absent.safetensors")
+def test_a_missing_checkpoint_is_reported_with_its_path(tmp_path, monkeypatch):
     from contactkit.tasks.scenes import peg_in_hole
 
-    with pytest.raises(exp.ModelUnavailable):
-        exp.MODEL_FACTORIES[name](peg_in_hole("square", 5e-3), None, TINY, "cpu")
+    scene = peg_in_hole("square", 5e-3)
+    with pytest.raises(exp.ModelUnavailable, match="absent.safetensors"):
+        exp.MODEL_FACTORIES["act-fignet"](scene, None, replace(TINY, checkpoint=str(tmp_path / "absent.safetensors")),
+                                          "cpu")
+    monkeypatch.setattr(exp, "ACT_FIGNET_CHECKPOINTS", (tmp_path / "a.safetensors", tmp_path / "b.safetensors"))
+    with pytest.raises(exp.ModelUnavailable, match="b.safetensors"):
+        exp.MODEL_FACTORIES["act-fignet"](scene, None, TINY, "cpu")
+
+
+def test_an_unusable_checkpoint_is_reported_not_raised(tmp_path):
+    bad = tmp_path / "corrupt.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    models, missing = exp.build_models(exp_scene(), None, replace(TINY, checkpoint=str(bad)), "cpu")
+    reasons = {m["model"]: m["reason"] for m in missing}
+    assert "corrupt.safetensors" in reasons["act-fignet"] and "act-fignet" not in models
+
+
+def test_the_engine_plans_pose_deltas_with_the_table_iv_protocol():
+    model = exp.MODEL_FACTORIES["engine"](exp_scene(), None, TINY, "cpu")
+    assert model.action_mode.value == "pose-delta" and model.history == 1 and model.control_dt > 0.0
+
+
+def test_a_budget_can_leave_models_out():
+    models, missing = exp.build_models(exp_scene(), None, replace(TINY, models=("ground-truth",)), "cpu")
+    assert set(models) == {"ground-truth"}
+    assert {m["model"] for m in missing} == {"act-fignet", "engine"}
+
+
+def exp_scene():
+    from contactkit.tasks.scenes import peg_in_hole
+
+    return peg_in_hole("square", 5e-3)
+
+
+def _appearing_factory(fail_on: set[int]):
+    """A factory that raises ModelUnavailable on the calls numbered in ``fail_on`` (0-based), else builds the
+    ground truth: a checkpoint that appears, or disappears, while the experiment runs."""
+    calls, ground_truth = [], exp.MODEL_FACTORIES["ground-truth"]
+
+    def factory(scene, params, budget, device):
+        calls.append(None)
+        if len(calls) - 1 in fail_on:
+            raise exp.ModelUnavailable("not there on this call")
+        return ground_truth(scene, params, budget, device)
+
+    return factory
+
+
+def test_a_model_that_appears_during_the_run_does_not_join_it(monkeypatch):
+    factories = {"ground-truth": exp.MODEL_FACTORIES["ground-truth"], "late": _appearing_factory({0})}
+    monkeypatch.setattr(exp, "MODEL_FACTORIES", factories)
+    records, _, missing = exp.evaluate(TINY, seed=0)
+    assert set(records) == {"ground-truth"} and [m["model"] for m in missing] == ["late"]
+
+
+def test_a_model_that_disappears_during_the_run_is_an_error(monkeypatch):
+    monkeypatch.setattr(exp, "MODEL_FACTORIES", {"flaky": _appearing_factory({1})})
+    with pytest.raises(ContactkitError, match="flaky"):
+        exp.evaluate(TINY, seed=0)
+
+
+def test_unknown_model_name_is_refused_before_any_episode():
+    with pytest.raises(InvalidInputError, match="available"):
+        exp.run(quick=True, budget=TINY, models=("ground-truth", "no-such-model"))

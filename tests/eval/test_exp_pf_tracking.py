@@ -11,18 +11,19 @@ from contactkit.eval.exp_pf_tracking import TrackingBudget
 
 
 def test_tiny_run_reports_three_configurations(tmp_path, monkeypatch):
-    monkeypatch.setattr(exp_mpc_insertion, "ACT_FIGNET_CHECKPOINT", tmp_path / "absent.safetensors")
+    monkeypatch.setattr(exp_mpc_insertion, "ACT_FIGNET_CHECKPOINTS", (tmp_path / "absent.safetensors",))
     budget = TrackingBudget(episodes=1, steps=20, calibration_episodes=1)
     result = exp_pf_tracking.run(quick=True, seed=0, plots=tmp_path, budget=budget)
     json.dumps(result)
-    assert result["quoted_model"] == "mujoco-nominal"
-    configs = result["models"]["mujoco-nominal"]["configurations"]
+    assert set(result["models"]) == {"mujoco-nominal", "engine"}
+    assert result["quoted_model"] == "engine"  # MODEL_PREFERENCE: the engine before MuJoCo with nominal parameters
+    configs = result["models"]["engine"]["configurations"]
     assert set(configs) == {"motion-only", "pf-known-init", "pf-perturbed-init"}
     for scores in configs.values():
         assert scores["final_pos_err_mm"] >= 0.0 and 0.0 <= scores["converged_fraction"] <= 1.0
         assert scores["final_pos_err_mm_p10"] <= scores["final_pos_err_mm"] <= scores["final_pos_err_mm_max"]
         assert scores["episodes"] == 1 and len(scores["per_episode"]) == 1
-    calibration = result["models"]["mujoco-nominal"]["calibration"]
+    calibration = result["models"]["engine"]["calibration"]
     assert len(calibration["process_std"]) == 12 and len(calibration["measurement_std"]) == 6
     assert calibration["n_samples"] == 20
     # the target world's F/T noise (0.25-0.3 N) is part of what the calibration measures
@@ -30,13 +31,14 @@ def test_tiny_run_reports_three_configurations(tmp_path, monkeypatch):
     assert result["perturbed_final_pos_err_mm"] == configs["pf-perturbed-init"]["final_pos_err_mm"]
     assert result["perturbed_final_pos_err_mm_max"] == configs["pf-perturbed-init"]["final_pos_err_mm_max"]
     assert set(result["final_pos_err_mm"]) == set(configs)
-    series = result["series"]["mujoco-nominal"]["pf-perturbed-init"]
-    assert len(series["pos_err_mm"]) == 21
-    assert series["pos_err_mm"][0] > 1.0  # the perturbed start is millimetres off
-    assert result["series"]["mujoco-nominal"]["motion-only"]["pos_err_mm"][0] == 0.0
+    for name in ("engine", "mujoco-nominal"):
+        series = result["series"][name]["pf-perturbed-init"]
+        assert len(series["pos_err_mm"]) == 21
+        assert series["pos_err_mm"][0] > 1.0  # the perturbed start is millimetres off
+        assert result["series"][name]["motion-only"]["pos_err_mm"][0] == 0.0
     assert 0 <= result["first_contact_step"] <= 20
-    assert {m["model"] for m in result["missing"]} == {"act-fignet", "engine"}
-    assert len(result["plots"]) == 2 and all((tmp_path / p.split("/")[-1]).is_file() for p in result["plots"])
+    assert {m["model"] for m in result["missing"]} == {"act-fignet"}
+    assert len(result["plots"]) == 4 and all((tmp_path / p.split("/")[-1]).is_file() for p in result["plots"])
 
 
 def test_recorded_episode_inserts_the_peg():

@@ -64,3 +64,14 @@ def test_results_page_uses_the_modules_table_else_the_generic_one(fake, tmp_path
 def test_unknown_name_lists_the_known_ones():
     with pytest.raises(InvalidInputError, match="tight-insertion"):
         harness.run_measurement("benchmark", "no-such-benchmark", quick=True)
+
+
+def test_options_reach_the_run_that_takes_them_and_are_refused_elsewhere(monkeypatch):
+    module = types.ModuleType("_ck_test_opts")
+    module.run = lambda quick, seed, device, models=None: {"models": list(models)}
+    monkeypatch.setitem(sys.modules, "_ck_test_opts", module)
+    monkeypatch.setitem(harness.EXPERIMENTS, "fake-opts", "_ck_test_opts")
+    out = harness.run_measurement("experiment", "fake-opts", quick=True, options={"models": ("a", "b"), "x": None})
+    assert out["models"] == ["a", "b"]  # unset options (None) are dropped
+    with pytest.raises(InvalidInputError, match="checkpoint"):
+        harness.run_measurement("experiment", "fake-opts", quick=True, options={"checkpoint": "c.safetensors"})

@@ -10,6 +10,7 @@ next to every JSON it writes (``NAME.md``), and ``contactkit results`` shows it 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import platform
@@ -85,13 +86,16 @@ def run_measurement(
     json_path: str | None = None,
     results_dir: str | Path = "docs/results",
     plots: str | None = None,
+    options: dict | None = None,
 ) -> dict:
     """Run benchmark/experiment ``name`` and return its result with provenance.
 
-    ``plots`` (a folder) is passed to measurements that draw figures.
+    ``plots`` (a folder) is passed to measurements that draw figures; ``options`` (keyword arguments of the
+    module's ``run``, e.g. ``models`` or ``checkpoint``) to measurements that take them.
 
     Raises:
-        InvalidInputError: unknown name (the message lists the known ones).
+        InvalidInputError: unknown name (the message lists the known ones), or an option the measurement does
+            not take.
     """
     registry = BENCHMARKS if kind == "benchmark" else EXPERIMENTS
     if name not in registry:
@@ -99,6 +103,12 @@ def run_measurement(
     module = importlib.import_module(registry[name])
     started = time.perf_counter()
     extra = {"plots": plots} if plots else {}
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    accepted = inspect.signature(module.run).parameters
+    refused = sorted(k for k in options if k not in accepted)
+    if refused:
+        raise InvalidInputError(f"{kind} {name!r} takes no option {refused}")
+    extra.update(options)
     result = module.run(quick=quick, seed=seed, device=device, **extra)
     result = {
         "name": name,
