@@ -48,17 +48,15 @@ from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_
 from contactkit.tasks.placement import (
     WORLD,
     PlacementTask,
-    PolicyConfig,
     TaskName,
-    descend,
     diff_scene,
     goal_pose,
     make_task,
-    policy,
     release_error,
     sample_cases,
     task_scene,
 )
+from contactkit.tasks.placement_policy import PolicyConfig, descend, policy
 
 
 class Method(str, enum.Enum):
