@@ -22,6 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from contactkit.numba_rotations import product_rotvec
+
 SMALL_ANGLE = 1e-12
 """Below this rotation angle [rad] the quaternion exponential uses its series."""
 
@@ -89,17 +91,7 @@ def rotate_body(q, px, py, pz):
 def rotation_error(target, q):
     """Rotation vector ``(3,)`` [rad] of ``target ⊗ q⁻¹`` (world frame, angle in ``[0, π]``), as the impedance
     law's error (:func:`contactkit.rotations.quat_to_rotvec`)."""
-    w1, x1, y1, z1 = target[0], target[1], target[2], target[3]
-    w2, x2, y2, z2 = q[0], -q[1], -q[2], -q[3]
-    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
-    v = np.array([w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-                  w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
-    if w < 0.0:
-        w, v = -w, -v
-    s = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    if s > SMALL_ANGLE:
-        return v * (2.0 * math.atan2(s, w) / s)
-    return v * (2.0 / max(w, SMALL_ANGLE))
+    return product_rotvec(target[0], target[1], target[2], target[3], q[0], -q[1], -q[2], -q[3])
 
 
 @njit(cache=True)

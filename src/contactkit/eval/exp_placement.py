@@ -43,6 +43,7 @@ from contactkit.estimation.geometry_belief import (
     triggered,
     update_belief,
 )
+from contactkit.eval.workers import worker_pool
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
 from contactkit.tasks.placement import (
@@ -203,19 +204,13 @@ def gradient_checks(tasks: list[PlacementTask], config: PlacementConfig, seed: i
 
 
 def _episode_job(job: tuple) -> Episode:
-    """One episode in a worker process (one torch thread: the batches are small)."""
+    """One episode (in a worker of one torch thread: the batches are small)."""
     name, method, theta, config, seed = job
-    torch.set_num_threads(1)
     return run_episode(make_task(name), Method(method), theta, config, np.random.default_rng(seed))
 
 
 def _run_jobs(jobs: list[tuple], workers: int) -> list[Episode]:
-    if workers <= 1:
-        return [_episode_job(job) for job in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with worker_pool(workers) as pool:
         return list(pool.map(_episode_job, jobs))
 
 

@@ -34,10 +34,9 @@ run keeps its data and checkpoints in ``runs/prediction-accuracy/seed<seed>`` an
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import tempfile
 import time
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +55,7 @@ from contactkit.eval.predict_eval import (
     noise_free,
     report_row,
 )
+from contactkit.eval.workers import worker_pool
 from contactkit.physics import load_world
 
 __all__ = ["BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "QUICK_BUDGET", "PredictionBudget", "run"]
@@ -132,45 +132,6 @@ class _EvalJob:
     seed: int
     device: str
     clean: str | None = None  # verified clean twin of ``data``
-
-
-class _Inline:
-    """A stand-in for a process pool that runs each job at once in this process, with one torch thread."""
-
-    def __enter__(self) -> _Inline:
-        import torch
-
-        self._threads = torch.get_num_threads()
-        _one_thread()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import torch
-
-        torch.set_num_threads(self._threads)
-
-    def submit(self, fn, job) -> Future:
-        future: Future = Future()
-        future.set_result(fn(job))
-        return future
-
-
-def _executor(workers: int):
-    """``workers`` spawned processes of one torch thread each, or :class:`_Inline` for ``workers <= 1``.
-
-    Spawned (not forked: torch's thread pools do not survive a fork), so a script that calls :func:`run`
-    needs the usual ``if __name__ == "__main__":`` guard.
-    """
-    if workers <= 1:
-        return _Inline()
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_one_thread)
-
-
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
 
 
 def _train_job(job: _TrainJob) -> dict:
@@ -275,7 +236,7 @@ def _eval_jobs(paths: dict, budget: PredictionBudget, seed: int, device: str, mo
 
 def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str):
     """Train every model and evaluate each as soon as it is trained (the MuJoCo rows meanwhile)."""
-    with _executor(budget.workers if device == "cpu" else 1) as pool:
+    with worker_pool(budget.workers if device == "cpu" else 1) as pool:
         training = [pool.submit(_train_job, j) for j in _train_jobs(work, paths, budget, seed, device)]
         evaluating = [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, None)]
         trained = []

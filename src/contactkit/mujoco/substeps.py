@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-SMALL = 1e-12
+from contactkit.numba_rotations import product_rotvec
 
 
 @njit(cache=True)
@@ -42,17 +42,7 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _rotation_error(target: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Rotation vector of ``target⁻¹ ⊗ q`` (canonical sign, angle in [0, π]), as MuJoCo's subQuat."""
     n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    w2, x2, y2, z2 = q[0] / n, q[1] / n, q[2] / n, q[3] / n
-    w1, x1, y1, z1 = target[0], -target[1], -target[2], -target[3]
-    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
-    v = np.array([w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-                  w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
-    if w < 0.0:
-        w, v = -w, -v
-    s = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    if s > SMALL:
-        return v * (2.0 * math.atan2(s, w) / s)
-    return v * (2.0 / max(w, SMALL))
+    return product_rotvec(target[0], -target[1], -target[2], -target[3], q[0] / n, q[1] / n, q[2] / n, q[3] / n)
 
 
 @njit(cache=True)
