@@ -64,6 +64,16 @@ def test_tiny_run_reports_every_case_and_the_markdown_table(monkeypatch):
     assert result["speed_ratio_engine_vs_mujoco_best"] > 0.0
     table = bench.markdown(result)
     assert table.count("\n| ") == len(result["cases"]) and "held-tilt" in table and "mujoco-best" in table
+    assert "step_size_study" not in result  # the study belongs to full runs
+
+
+def test_step_size_study_rows_are_tabulated():
+    row = {"max_step_s": 0.0025, "oscillator_energy_error": 0.34, "all_inserted": True,
+           "max_wall_penetration_m": 1.1e-6, "max_floor_penetration_m": 6.6e-7, "max_fz_std_hold_N": 1e-5,
+           "ms_per_control_step": 0.6}
+    diverged = dict(row, max_step_s=0.01, oscillator_energy_error=None, all_inserted=False)
+    table = bench.markdown({"cases": [], "step_size_study": [row, diverged]})
+    assert "| 2.5 | 0.34 | yes | 1.1 | 0.66 | 0.6 |" in table and "| 10 | diverges | no |" in table
 
 
 def test_only_the_cpu_is_supported():

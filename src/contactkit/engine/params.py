@@ -8,19 +8,12 @@ Everything only the engine needs lives in :class:`EngineParams`.
 
 Engine step. The engine splits each control period into ``ceil(control_dt / max_step)`` equal steps
 (``max_step=None``: exactly ``WorldParams.timestep``, ``n_substeps`` times). :data:`DEFAULT_MAX_STEP` = 2.5 ms
-was chosen by measurement (:func:`contactkit.eval.bench_tight_insertion.step_size_study`, 10 ms control steps,
-on a shared 2-core machine):
+was chosen by measurement: :func:`contactkit.eval.bench_tight_insertion.step_size_study` (10, 5, 2.5 and
+1.25 ms engine steps; the energy error of the undamped impedance spring over 1 s, and the four 0.065 mm
+insertions' penetrations and CPU time), stored with every full run of ``contactkit benchmark tight-insertion``
+under ``"step_size_study"`` (docs/results/tight-insertion.json, table in docs/RESULTS.md).
 
-============  ==========================  ===================  ===================  =====================
-engine step   spring energy error (1 s)   wall penetration     floor penetration    CPU / control step
-============  ==========================  ===================  ===================  =====================
-10 ms         diverges (ω h = 2.1)        2.9 µm               0.25 µm              0.43 ms
-5 ms          107 %                       1.4 µm               0.43 µm              0.55 ms
-2.5 ms        34 %                        1.1 µm               0.66 µm              1.04 ms
-1.25 ms       15 %                        1.1 µm               0.55 µm              1.31 ms
-============  ==========================  ===================  ===================  =====================
-
-Penetration (the four 0.065 mm insertions; all insert at every step) does not limit the step: velocity-level
+In that study penetration (all four insert at every step) does not limit the step: velocity-level
 Signorini contacts with speculative margins and position projection stay near the projection's 1 µm slop
 even at paper 1's 10 ms. What does is the explicit impedance spring: the stiffest mode of the 50 mm peg under
 the default gains without wrist armature (twist about its axis, ω = sqrt(K_r/I_zz) ≈ 206 rad/s) is unstable
