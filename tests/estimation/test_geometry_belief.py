@@ -12,11 +12,13 @@ from contactkit.engine.diff.step import DiffScene, StepConfig, diff_step
 from contactkit.errors import InvalidInputError
 from contactkit.estimation.geometry_belief import (
     HORIZON,
+    TIE_ATOL,
     TIE_RTOL,
     Belief,
     DescentConfig,
     History,
     ParticleFilterConfig,
+    Restart,
     WrenchModel,
     best_estimate,
     descend,
@@ -136,10 +138,12 @@ def test_belief_and_filter_are_deterministic_for_a_seed(model):
 
 
 def test_the_least_costly_estimate_is_acted_on_and_a_tie_keeps_the_incumbent(model):
-    beyond, within = 0.1 * (1.0 + 1.01 * TIE_RTOL), 0.1 * (1.0 + 0.99 * TIE_RTOL)
+    tie = 0.1 * (1.0 + TIE_RTOL) + TIE_ATOL
+    beyond, within = tie + 1e-3, tie - 1e-3
     assert least_cost(np.array([0.30, 0.10, beyond]), incumbent=2) == 1  # §V-B: the minimum ...
     assert least_cost(np.array([0.30, 0.10, within]), incumbent=2) == 2  # ... the incumbent among ties
     assert least_cost(np.array([0.30, 0.10, 0.10]), incumbent=0) == 1
+    assert least_cost(np.array([0.0, 0.9 * TIE_ATOL]), incumbent=1) == 1  # near-zero costs: an absolute tie
     window = list(windows(record(model, -1e-3, steps=9)))[-1]
     # both planes lie millimetres below the readings' contact: each predicts no force, so both cost the same
     flat = Belief(np.array([[-6e-3], [-8e-3]]), np.ones(2), np.zeros((2, 1)), chosen=1)
@@ -150,11 +154,53 @@ def test_the_least_costly_estimate_is_acted_on_and_a_tie_keeps_the_incumbent(mod
     assert after.costs[1] < after.costs[0] and after.chosen == 1 and best_estimate(after)[0] == after.thetas[1, 0]
 
 
+def test_the_estimate_acted_on_is_chosen_by_accumulated_evidence(model):
+    """``e_t = γ e_{t-1} + c_t``: an estimate that earlier windows found costly stays unchosen although this window
+    favours it, as long as its evidence is worse; with ``γ = 0`` the window alone decides (eq 11 as written)."""
+    window = list(windows(record(model, -1e-3, steps=9)))[-1]
+    start = Belief(np.array([[-6e-3], [-1e-3]]), np.ones(2), np.zeros((2, 1)), chosen=0, evidence=np.array([0.0, 8.0]))
+    config = DescentConfig(iterations=1)
+    after = descend(model, window, start, config)
+    assert after.costs[1] < after.costs[0] < config.evidence_decay * 8.0 and after.chosen == 0
+    np.testing.assert_allclose(after.evidence, config.evidence_decay * start.evidence + after.costs)
+    alone = descend(model, window, start, DescentConfig(iterations=1, evidence_decay=0.0))
+    assert alone.chosen == 1 and np.array_equal(alone.evidence, alone.costs)
+
+
 def test_an_empty_history_changes_nothing_and_the_first_estimate_is_the_guess(model):
     belief = init_belief(np.array([1e-3]), np.array([1e-3]), 5, np.random.default_rng(0))
     assert belief.thetas[0, 0] == 1e-3 and belief.thetas.shape == (5, 1)
     empty = History(*(np.zeros((0, w)) for w in (3, 4, 3, 3, 3, 4, 6)))
     assert update_belief(model, empty, belief) is belief
+
+
+def test_a_restart_redraws_estimates_that_predict_no_contact_and_never_raises_a_cost(model):
+    """The plane is 5 mm above θ = 0 and the readings show the box resting on it: estimates at or below 0 predict no
+    force, so descent alone leaves them where they are; with a restart their rollouts go to fresh draws from the
+    initial distribution, a draw is kept only where it costs less, and estimates that predict contact descend."""
+    height = 5e-3
+    last = list(windows(record(model, height)))[-1]
+    start = Belief(np.array([[0.0], [-2e-3], [4.6e-3]]), np.ones(3), np.zeros((3, 1)))
+    plain = descend(model, last, start, DescentConfig())
+    assert plain.thetas[0, 0] == 0.0 and plain.thetas[1, 0] == -2e-3
+    at_start = residual(model, last, torch.tensor(start.thetas)).numpy()
+    restart = Restart(np.zeros(1), np.array([4e-3]))
+    after = descend(model, last, start, DescentConfig(), restart, np.random.default_rng(3))
+    assert np.all(after.costs <= at_start) and after.costs[2] == plain.costs[2]  # the one in contact: as before
+    assert np.any(after.thetas[:2, 0] != start.thetas[:2, 0]) and np.all(after.costs[:2] <= at_start[:2])
+    moved = after.thetas[:2, 0] != start.thetas[:2, 0]
+    assert np.all(after.costs[:2][moved] < at_start[:2][moved])  # a draw that does not lower the cost is not kept
+    again = descend(model, last, start, DescentConfig(), restart, np.random.default_rng(3))
+    np.testing.assert_array_equal(after.thetas, again.thetas)
+
+
+def test_a_restart_draws_nothing_when_no_contact_is_measured(model):
+    window = record(model, 5e-3, steps=3)  # the box is still above the plane: no reading
+    assert np.abs(window.wrench).max() == 0.0
+    start = Belief(np.array([[0.0], [-2e-3]]), np.ones(2), np.zeros((2, 1)))
+    after = descend(model, window, start, DescentConfig(), Restart(np.zeros(1), np.array([4e-3])),
+                    np.random.default_rng(0))
+    np.testing.assert_array_equal(after.thetas, start.thetas)
 
 
 def test_trigger_threshold_and_bad_input():
@@ -165,3 +211,10 @@ def test_trigger_threshold_and_bad_input():
                 np.tile(QUAT, (2, 1)), np.full((2, 6), np.nan))
     with pytest.raises(InvalidInputError, match="at least one"):
         init_belief(np.zeros(1), np.ones(1), 0, np.random.default_rng(0))
+
+
+def test_a_restart_without_a_generator_is_refused(model):
+    window = list(windows(record(model, 5e-3)))[-1]
+    with pytest.raises(InvalidInputError, match="rng"):
+        descend(model, window, Belief(np.zeros((1, 1)), np.ones(1), np.zeros((1, 1))), DescentConfig(),
+                Restart(np.zeros(1), np.ones(1)))

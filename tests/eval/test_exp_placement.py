@@ -45,6 +45,16 @@ def test_figures_are_written(tiny_result):
     assert all((plots / name).stat().st_size > 10_000 for name in result["figures"])
 
 
+def test_markdown_tabulates_every_method_and_the_ordering(tiny_result):
+    result, _ = tiny_result
+    table = exp_placement.markdown(result)
+    header, rule, row = table.splitlines()[:3]
+    assert all(m.value in header for m in Method) and row.startswith("| shape | deg |")
+    assert f"{result['tasks']['shape']['ours']['mean']:.3g} [" in row
+    assert row.rstrip(" |").endswith(str(result["ordering_holds"]["shape"]))
+    assert rule.count("|") == header.count("|")
+
+
 def test_interval_is_the_student_t_interval_of_the_mean():
     values = np.array([1.0, 2.0, 4.0, 7.0])
     half = stats.t.ppf(0.975, 3) * values.std(ddof=1) / 2.0

@@ -6,7 +6,11 @@
   scaled by a running maximum of the gradient's magnitude per parameter, so a step never exceeds ``step`` [m]; a step
   that raises ``r_t`` is undone and the next one halved).
 * :class:`Belief`, :func:`init_belief`, :func:`update_belief`, :func:`best_estimate` — §V-B, eq 11: ``N`` estimates with
-  their costs; every one descends, the cheapest one is acted on (:func:`least_cost`; the incumbent among ties).
+  their costs; every one descends, and the one acted on is the least costly by costs accumulated over time
+  (:func:`least_cost`; the incumbent among ties). Estimates that predict no contact while contact is measured are
+  re-drawn from the initial distribution (:class:`Restart`) instead of re-evaluated, within the same rollout budget.
+  Both depart from §V-B as written (``DescentConfig(evidence_decay=0)`` and no ``restart`` recover it); the placement
+  experiment measures both (its ``ours-eq11`` row).
 * :class:`Particles`, :func:`pf_update` — the particle-filter baseline (§VI-C, eq 12): Gaussian random-walk
   prediction, weights ``exp(-β c)``, low-variance (systematic) resampling.
 * :func:`triggered` — the trigger-based heuristic's test (§VI-C).
@@ -36,12 +40,26 @@ FORCE_SCALE = 1.0
 TORQUE_SCALE = 0.02
 """Torque error that costs 1 [N·m] (a force error of 1 N at 20 mm)."""
 
+MEASURED_CONTACT = 0.1
+"""A window whose largest measured force exceeds this [N] saw contact (the reference world's F/T readings are
+noise-free; a real sensor's noise floor goes here)."""
+
+PREDICTED_CONTACT = 1e-9
+"""An estimate whose predicted forces all stay below this [N] predicts no contact over the window: its residual is
+flat there (no contact impulse depends on ``θ``) and descent cannot move it."""
+
 TIE_RTOL = 0.1
 """Costs within this fraction of the least cost tie, and among tied estimates the one acted on is kept (§V-B's
 minimum, with ties broken toward the incumbent): with no contact in the window every estimate that predicts none costs
 exactly the same, and a parameter that the window's contacts do not involve (the far wall of ``shape`` while one
 corner touches) changes the cost by well under this, so the choice would otherwise flip between hypotheses on noise
 (a 10 % cost ratio is a ~5 % force error)."""
+
+
+TIE_ATOL = 0.01
+"""Costs within this of the least cost also tie (a 0.1 N force error over the window): when the window holds only a
+light touch every estimate's cost is near zero and a relative tolerance alone would switch hypotheses on differences
+below any F/T sensor's resolution."""
 
 
 @dataclass(frozen=True)
@@ -96,13 +114,13 @@ class WrenchModel:
     torque_scale: float = TORQUE_SCALE
 
 
-def _predict(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, bool]:
+def _predict(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
     n, h = thetas.shape[0], history.length
     rows = {k: torch.as_tensor(getattr(history, k)).repeat(n, 1) for k in
             ("pos", "quat", "lin_vel", "ang_vel", "target_pos", "target_quat")}
     out = diff_step(model.scene, model.step, rows["pos"], rows["quat"], rows["lin_vel"], rows["ang_vel"],
                     rows["target_pos"], rows["target_quat"], torch.repeat_interleave(thetas, h, dim=0))
-    return out.wrench.reshape(n, h, 6), bool(out.n_contacts.any())
+    return out.wrench.reshape(n, h, 6), np.asarray(out.n_contacts).reshape(n, h).any(axis=1)
 
 
 def predict_wrenches(model: WrenchModel, history: History, thetas: torch.Tensor) -> torch.Tensor:
@@ -110,11 +128,14 @@ def predict_wrenches(model: WrenchModel, history: History, thetas: torch.Tensor)
     return _predict(model, history, thetas)[0]
 
 
-def _residual(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, bool]:
+def _residual(model: WrenchModel, history: History, thetas: torch.Tensor) -> tuple[torch.Tensor, np.ndarray,
+                                                                                   np.ndarray]:
+    """``(r_t (N,), feature pairs in the margin (N,) bool, predicted contact force (N,) bool)``."""
     scale = torch.tensor([model.force_scale] * 3 + [model.torque_scale] * 3, dtype=torch.float64)
-    wrench, touching = _predict(model, history, thetas)
+    wrench, near = _predict(model, history, thetas)
     error = (wrench - torch.as_tensor(history.wrench)) / scale
-    return (error * error).sum(-1).mean(-1), touching
+    force = wrench.detach()[..., :3].norm(dim=-1).amax(dim=-1).numpy() > PREDICTED_CONTACT
+    return (error * error).sum(-1).mean(-1), near, force
 
 
 def residual(model: WrenchModel, history: History, thetas: torch.Tensor) -> torch.Tensor:
@@ -134,23 +155,33 @@ class DescentConfig:
         memory: decay per step of the running maximum of ``|∂r/∂θ_j|`` that scales the steps (AdaMax without momentum).
         floor: gradient magnitude [1/θ unit] that earns a full step; smaller gradients (of a residual that hardly
             depends on ``θ_j``) take proportionally smaller steps instead of being normalised up to full ones.
+        evidence_decay: ``γ`` of the evidence ``e_t = γ e_{t-1} + c_t`` by which the estimate acted on is chosen
+            (0: by ``c_t`` alone, eq 11 as written). The window holds ``H`` = 5 steps, and a light touch lasts
+            about as long, so by ``c_t`` alone what one touch taught is gone at the next: a window without contact
+            costs every estimate that predicts none the same, and the tail of a touch (forces of tenths of a newton)
+            ranks estimates on differences below a sensor's resolution. Decay keeps the ranking through gaps (all
+            costs there are equal) and weighs recent touches most. A re-drawn estimate (:func:`descend`'s
+            ``restart``) inherits the evidence of the one it replaces.
     """
 
     iterations: int = 4
     step: float = 5e-4
     memory: float = 0.9
-    floor: float = 200.0
+    floor: float = 2.0
+    evidence_decay: float = 0.9
 
 
 @dataclass(frozen=True)
 class Belief:
     """Eq 11: ``N`` estimates ``thetas (N, P)`` with costs ``costs (N,)``, each one's gradient scale ``scale (N, P)``,
-    and the index ``chosen`` of the estimate acted on."""
+    the index ``chosen`` of the estimate acted on, and ``evidence (N,)``: each estimate's costs accumulated over time
+    (:class:`DescentConfig` ``evidence_decay``; ``None``: none yet)."""
 
     thetas: np.ndarray
     costs: np.ndarray
     scale: np.ndarray
     chosen: int = 0
+    evidence: np.ndarray | None = None
 
 
 def init_belief(theta_init: np.ndarray, std: np.ndarray, n: int, rng: np.random.Generator) -> Belief:
@@ -163,7 +194,21 @@ def init_belief(theta_init: np.ndarray, std: np.ndarray, n: int, rng: np.random.
     return Belief(theta_init + noise, np.full(n, INITIAL_COST), np.zeros((n, theta_init.size)))
 
 
-def descend(model: WrenchModel, history: History, belief: Belief, config: DescentConfig = DescentConfig()) -> Belief:
+@dataclass(frozen=True)
+class Restart:
+    """Where an estimate that the window cannot move is drawn anew: ``mean + ε``, ``ε ~ N(0, diag(std²))`` — the
+    distribution ``bel_0`` was drawn from (§V-B's multiple initialisations).
+
+    Attributes:
+        mean: ``(P,)`` ``θ_init`` [θ units, m]. std: ``(P,)`` the perception noise [θ units, m].
+    """
+
+    mean: np.ndarray
+    std: np.ndarray
+
+
+def descend(model: WrenchModel, history: History, belief: Belief, config: DescentConfig = DescentConfig(),
+            restart: Restart | None = None, rng: np.random.Generator | None = None) -> Belief:
     """§V-A for every estimate of ``belief``: ``config.iterations`` scaled gradient steps on ``r_t``; new costs.
 
     Each step is ``Δθ_j = -s · step · g_j / max(m_j, |g_j|, floor)`` with ``g = ∂r_t/∂θ`` (autograd through the step),
@@ -173,39 +218,55 @@ def descend(model: WrenchModel, history: History, belief: Belief, config: Descen
     each other and is flat where they part (an open gap), so a full step past its minimum would land on the flat side
     and stay there. Rollouts per estimate: ``iterations + 1`` (the budget of §VI-C). Returns the estimates with
     ``r_t`` at them as costs.
+
+    With ``restart`` (and ``rng``): while the window measured contact (:data:`MEASURED_CONTACT`), an estimate that
+    predicts none (:data:`PREDICTED_CONTACT`) has ``∂r_t/∂θ = 0`` and would spend its rollouts re-evaluating the same
+    point; instead its next evaluation is of a fresh draw from ``restart``, kept only if it costs less (the same
+    acceptance test as a gradient step), so the budget is unchanged and the cost never rises.
     """
+    if restart is not None and rng is None:
+        raise InvalidInputError("descend: a restart distribution needs a random generator (rng)")
     thetas, scale = belief.thetas.copy(), belief.scale.copy()
     shrink = np.ones(len(thetas))
-    kept = None  # the last accepted estimates, their costs and gradients
+    measured = restart is not None and float(np.linalg.norm(history.wrench[:, :3], axis=1).max()) > MEASURED_CONTACT
+    kept = None  # the last accepted estimates, their costs, gradients and whether they predict contact
+    drawn = np.zeros(len(thetas), dtype=bool)
     for it in range(config.iterations + 1):
         last = it == config.iterations
         theta = torch.tensor(thetas, requires_grad=not last)
-        cost, touching = _residual(model, history, theta)
+        cost, near, force = _residual(model, history, theta)
         costs = cost.detach().numpy()
-        grad = np.zeros_like(thetas) if last or not touching else torch.autograd.grad(cost.sum(), theta)[0].numpy()
+        grad = np.zeros_like(thetas) if last or not near.any() else \
+            torch.autograd.grad(cost.sum(), theta)[0].numpy()
         if kept is not None:
-            worse = costs > kept[1]
-            thetas[worse], costs[worse], grad[worse] = kept[0][worse], kept[1][worse], kept[2][worse]
+            worse = (costs > kept[1]) | (drawn & (costs >= kept[1]))  # a draw must cost strictly less
+            thetas[worse], costs[worse], grad[worse], force[worse] = (k[worse] for k in kept)
             shrink[worse] *= 0.5
-        if last or (kept is None and not touching):  # no feature pair in the margin: r_t is flat in θ
+        if last or (kept is None and not near.any() and not measured):  # r_t is flat in θ everywhere
             break
         scale = np.maximum(config.memory * scale, np.abs(grad))
-        kept = (thetas.copy(), costs.copy(), grad.copy())
+        kept = (thetas.copy(), costs.copy(), grad.copy(), force.copy())
         thetas = thetas - (shrink * config.step)[:, None] * grad / np.maximum(scale, config.floor)
-    return Belief(thetas, costs, scale, least_cost(costs, belief.chosen))
+        drawn = ~force & measured
+        if drawn.any():
+            thetas[drawn] = restart.mean + rng.normal(0.0, 1.0, (int(drawn.sum()), thetas.shape[1])) * restart.std
+            scale[drawn], shrink[drawn] = 0.0, 1.0
+    evidence = costs if belief.evidence is None else config.evidence_decay * belief.evidence + costs
+    return Belief(thetas, costs, scale, least_cost(evidence, belief.chosen), evidence)
 
 
 def least_cost(costs: np.ndarray, incumbent: int) -> int:
     """§V-B: the index of the estimate with the minimum cost in ``costs (N,)``; ``incumbent`` where it ties
-    (:data:`TIE_RTOL`)."""
+    (:data:`TIE_RTOL`, :data:`TIE_ATOL`)."""
     best = int(np.argmin(costs))
-    return incumbent if costs[incumbent] <= costs[best] * (1.0 + TIE_RTOL) else best
+    return incumbent if costs[incumbent] <= costs[best] * (1.0 + TIE_RTOL) + TIE_ATOL else best
 
 
-def update_belief(model: WrenchModel, history: History, belief: Belief,
-                  config: DescentConfig = DescentConfig()) -> Belief:
-    """``bel_{t-1} → bel_t`` (§V-B): each estimate descends on the last ``H`` steps; no history changes nothing."""
-    return belief if history.length == 0 else descend(model, history, belief, config)
+def update_belief(model: WrenchModel, history: History, belief: Belief, config: DescentConfig = DescentConfig(),
+                  restart: Restart | None = None, rng: np.random.Generator | None = None) -> Belief:
+    """``bel_{t-1} → bel_t`` (§V-B): each estimate descends on the last ``H`` steps (:func:`descend`, with its
+    ``restart`` of estimates the window cannot move); no history changes nothing."""
+    return belief if history.length == 0 else descend(model, history, belief, config, restart, rng)
 
 
 def best_estimate(belief: Belief) -> np.ndarray:

@@ -3,7 +3,12 @@
 For each task (:mod:`contactkit.tasks.placement`) and each hidden geometry ``θ_gt`` of its test cases, the MuJoCo
 world built at ``θ_gt`` is the "real" one; a method only sees the tool state, its own references and the F/T
 readings. Methods (§VI-C): ``ours`` — a belief of 10 estimates refined by gradient descent through the
-differentiable contact step, acting on the cheapest (§V-B); ``particle-filter`` — 50 particles weighted by
+differentiable contact step, acting on the cheapest (§V-B), with two additions to §V-B that the ablation row
+``ours-eq11`` (the belief as written) measures: estimates that predict no contact while contact is measured are
+re-drawn from the initial distribution within the same rollout budget, and the estimate acted on is chosen by costs
+accumulated over time rather than the 5-step window's alone
+(:func:`~contactkit.estimation.geometry_belief.descend`, :class:`~contactkit.estimation.geometry_belief.DescentConfig`);
+``particle-filter`` — 50 particles weighted by
 ``exp(-β c)`` with low-variance resampling, acting on the weighted mean; ``heuristic`` — descend until the contact
 force exceeds a threshold. ``ours`` and ``particle-filter`` act through the same interpolating policy; all start
 from ``θ_init = 0`` above the nominal goal, run ``T = 50`` steps of 50 ms and release. The error at release is the
@@ -18,6 +23,7 @@ per case the worst block and any input whose every probe switched the step's str
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +40,7 @@ from contactkit.estimation.geometry_belief import (
     DescentConfig,
     History,
     ParticleFilterConfig,
+    Restart,
     TriggerConfig,
     WrenchModel,
     best_estimate,
@@ -66,6 +73,13 @@ class Method(str, enum.Enum):
     OURS = "ours"
     PARTICLE_FILTER = "particle-filter"
     HEURISTIC = "heuristic"
+    OURS_EQ11 = "ours-eq11"
+    """Ablation: ours as §V-B writes it — no restarts, the estimate acted on chosen by the window's cost ``c_t``
+    alone."""
+
+
+COMPARED = (Method.OURS, Method.PARTICLE_FILTER, Method.HEURISTIC)
+"""The methods of the issue's ordering (§VI-C); :attr:`Method.OURS_EQ11` is an ablation."""
 
 
 @dataclass(frozen=True)
@@ -73,16 +87,21 @@ class PlacementConfig:
     """Budget and settings of the experiment.
 
     Attributes:
-        tasks: task names. n_cases: test cases per task. steps: ``T``. horizon: ``H``. n_estimates: ``N`` of ours.
+        tasks: task names. methods: the methods run (:class:`Method` values). n_cases: test cases per task.
+        steps: ``T``. horizon: ``H``. n_estimates: ``N`` of ours.
+        restart: ours re-draws estimates that predict no contact while contact is measured
+            (:func:`~contactkit.estimation.geometry_belief.descend`).
         workers: processes that run episodes in parallel (1: in this process); results do not depend on it.
         descent, pf, trigger, policy, step: the methods' and the model's settings.
     """
 
     tasks: tuple[str, ...] = tuple(t.value for t in TaskName)
+    methods: tuple[str, ...] = tuple(m.value for m in Method)
     n_cases: int = 10
     steps: int = 50
     horizon: int = HORIZON
     n_estimates: int = 10
+    restart: bool = True
     workers: int = 2
     descent: DescentConfig = DescentConfig()
     pf: ParticleFilterConfig = ParticleFilterConfig()
@@ -92,7 +111,7 @@ class PlacementConfig:
 
 
 FULL = PlacementConfig()
-QUICK = PlacementConfig(n_cases=1, steps=25)
+QUICK = PlacementConfig(methods=tuple(m.value for m in COMPARED), n_cases=1, steps=25)
 
 
 @dataclass(frozen=True)
@@ -128,13 +147,15 @@ def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, confi
     model = WrenchModel(diff_scene(task, WORLD), config.step)
     theta_init = np.zeros(task.n_params)
     belief = init_belief(theta_init, task.init_std, config.n_estimates, rng)
+    restart = Restart(theta_init, task.init_std) if config.restart and method is Method.OURS else None
+    descent = config.descent if method is Method.OURS else dataclasses.replace(config.descent, evidence_decay=0.0)
     particles = init_particles(theta_init, task.init_std, config.pf, rng)
     records, estimates, clouds, readings, fired = [], [], [], [], False
     estimate = theta_init
     for _ in range(config.steps):
         history = _history(records, config.horizon)
-        if method is Method.OURS:
-            belief = update_belief(model, history, belief, config.descent)
+        if method in (Method.OURS, Method.OURS_EQ11):
+            belief = update_belief(model, history, belief, descent, restart, rng)
             estimate, cloud = best_estimate(belief), belief.thetas
         elif method is Method.PARTICLE_FILTER:
             particles, estimate, _ = pf_update(model, history, particles, config.pf, rng)
@@ -222,13 +243,14 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
     try:
         tasks = [make_task(name) for name in config.tasks]
         cases = [sample_cases(task, config.n_cases, np.random.default_rng([seed, t])) for t, task in enumerate(tasks)]
-        jobs = [(task.name.value, method.value, theta, config, [seed, t, m, c]) for t, task in enumerate(tasks)
-                for m, method in enumerate(Method) for c, theta in enumerate(cases[t])]
+        methods = [Method(name) for name in config.methods]
+        jobs = [(task.name.value, method.value, theta, config, [seed, t, list(Method).index(method), c])
+                for t, task in enumerate(tasks) for method in methods for c, theta in enumerate(cases[t])]
         done = iter(_run_jobs(jobs, config.workers))
         for t, task in enumerate(tasks):
             entry = {"unit": "deg" if task.angle_error else "mm", "params": list(task.param_names),
                      "theta_gt": cases[t].tolist()}
-            for method in Method:
+            for method in methods:
                 runs = [next(done) for _ in cases[t]]
                 errors = np.array([r.error for r in runs])
                 entry[method.value] = {"mean": float(errors.mean()), "ci95": interval95(errors),
@@ -240,17 +262,20 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
         torch.set_num_threads(threads)
     result["gradcheck_max_rel_err"] = checks["max_rel_err"]
     result["gradcheck"] = checks["cases"]
-    result["ordering_holds"] = {name: bool(e["ours"]["mean"] < e["particle-filter"]["mean"] < e["heuristic"]["mean"])
-                                for name, e in result["tasks"].items()}
+    if all(m in methods for m in COMPARED):
+        result["ordering_holds"] = {name: bool(e["ours"]["mean"] < e["particle-filter"]["mean"]
+                                               < e["heuristic"]["mean"]) for name, e in result["tasks"].items()}
     result["config"] = {"n_cases": config.n_cases, "steps": config.steps, "horizon": config.horizon,
-                        "n_estimates": config.n_estimates, "n_particles": config.pf.n_particles}
+                        "n_estimates": config.n_estimates, "n_particles": config.pf.n_particles,
+                        "methods": list(config.methods), "restart": config.restart,
+                        "descent": dataclasses.asdict(config.descent)}
     if plots is not None:
         result["figures"] = plot_placement(result, episodes, Path(plots))
     return result
 
 
 METHOD_COLORS = {Method.OURS.value: "tab:blue", Method.PARTICLE_FILTER.value: "tab:orange",
-                 Method.HEURISTIC.value: "tab:gray"}
+                 Method.HEURISTIC.value: "tab:gray", Method.OURS_EQ11.value: "tab:cyan"}
 
 
 def _fig4(result: dict, path: Path) -> None:
@@ -261,12 +286,13 @@ def _fig4(result: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         entry = result["tasks"][name]
-        for k, method in enumerate(Method):
+        shown = [m for m in Method if m.value in entry]
+        for k, method in enumerate(shown):
             e = entry[method.value]
             ax.bar(k, e["mean"], color=METHOD_COLORS[method.value], label=method.value)
             ax.errorbar(k, e["mean"], yerr=[[e["mean"] - e["ci95"][0]], [e["ci95"][1] - e["mean"]]], color="k",
                         capsize=4)
-        ax.set_xticks(range(len(Method)), [m.value for m in Method], rotation=20, fontsize=8)
+        ax.set_xticks(range(len(shown)), [m.value for m in shown], rotation=20, fontsize=8)
         ax.set_title(name)
         ax.set_ylabel(f"error at release [{entry['unit']}]")
     fig.tight_layout()
@@ -315,6 +341,23 @@ def plot_placement(result: dict, episodes: dict, out: Path) -> list[str]:
         names.append(f"traces_{task}.png")
         _traces(task, result["tasks"][task]["params"], runs, out / names[-1])
     return names
+
+
+def markdown(result: dict) -> str:
+    """A markdown table of the release errors: per task, each method's mean [95 % interval], failures and ordering."""
+    tasks = result["tasks"]
+    methods = [m.value for m in Method if any(m.value in e for e in tasks.values())]
+    lines = ["| task | unit | " + " | ".join(methods) + " | ours < PF < heuristic |",
+             "|---|---|" + "---:|" * len(methods) + "---|"]
+    for name, entry in tasks.items():
+        cells = [f"{entry[m]['mean']:.3g} [{entry[m]['ci95'][0]:.2g}, {entry[m]['ci95'][1]:.2g}]" if m in entry else "–"
+                 for m in methods]
+        holds = result.get("ordering_holds", {}).get(name)
+        lines.append(f"| {name} | {entry['unit']} | " + " | ".join(cells) + f" | {'–' if holds is None else holds} |")
+    lines += ["", f"Mean [Student-t 95 % interval] of the error at release over {result['config']['n_cases']} cases "
+                  f"per task; gradient check: worst relative error {result['gradcheck_max_rel_err']:.2g} "
+                  f"(bar ≤ 1e-4)."]
+    return "\n".join(lines) + "\n"
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
