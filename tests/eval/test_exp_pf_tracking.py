@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
+from contactkit.errors import InvalidInputError
 from contactkit.eval import exp_mpc_insertion, exp_pf_tracking
 from contactkit.eval.exp_pf_tracking import TrackingBudget
 
@@ -49,3 +51,12 @@ def test_recorded_episode_inserts_the_peg():
     episode, applied = exp_pf_tracking.record_episode(scene, load_world("target"), 40, np.random.default_rng(0))
     assert episode.n_steps == 40 and applied.shape == (40, 6)
     assert episode.states.pos[-1, 2] < scene.meta["slot_top_z"] - 0.5 * scene.meta["depth"]
+
+
+def test_models_restrict_the_trackers_and_unknown_ones_are_refused(tmp_path):
+    budget = TrackingBudget(episodes=1, steps=8, calibration_episodes=1)
+    result = exp_pf_tracking.run(quick=True, seed=0, budget=budget, models=("ground-truth",))
+    assert set(result["models"]) == {"mujoco-nominal"} and result["quoted_model"] == "mujoco-nominal"
+    assert {m["model"] for m in result["missing"]} == {"act-fignet", "engine"}
+    with pytest.raises(InvalidInputError, match="unknown models"):
+        exp_pf_tracking.run(quick=True, seed=0, budget=budget, models=("mujoco",))
