@@ -312,10 +312,10 @@ def experiment(
     device: str = "cpu",
     plots: Annotated[Path | None, typer.Option(help="folder for the experiment's figures")] = None,
     models: Annotated[
-        str | None, typer.Option(help="mpc-insertion: comma-separated models to plan with (default: all)")
+        str | None, typer.Option(help="mpc-insertion, pf-tracking: comma-separated models (default: all)")
     ] = None,
     checkpoint: Annotated[
-        Path | None, typer.Option(help="mpc-insertion: the Act-FIGNet checkpoint to plan with")
+        Path | None, typer.Option(help="mpc-insertion, pf-tracking: the Act-FIGNet checkpoint")
     ] = None,
 ) -> None:
     """Reproduce a paper experiment (full runs are stored in docs/results/NAME.json)."""
