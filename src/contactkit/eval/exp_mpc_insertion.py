@@ -42,6 +42,7 @@ __all__ = [
     "InsertionBudget",
     "ModelUnavailable",
     "build_models",
+    "known_models",
     "evaluate",
     "plot_reward_curves",
     "plot_success_rates",
@@ -168,6 +169,18 @@ MODEL_FACTORIES: dict[str, ModelFactory] = {
     "engine": _engine,
 }
 """Planning models by name; each builds a ContactModel for a scene or raises :class:`ModelUnavailable`."""
+
+
+def known_models(models) -> tuple[str, ...]:
+    """``models`` as a tuple of names of :data:`MODEL_FACTORIES`.
+
+    Raises:
+        InvalidInputError: a name that is not one (the message lists the known ones).
+    """
+    unknown = sorted(set(models) - set(MODEL_FACTORIES))
+    if unknown:
+        raise InvalidInputError(f"unknown models {unknown}; available: {sorted(MODEL_FACTORIES)}")
+    return tuple(models)
 
 
 def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str,
@@ -353,10 +366,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
     if models is not None:
-        unknown = sorted(set(models) - set(MODEL_FACTORIES))
-        if unknown:
-            raise InvalidInputError(f"unknown models {unknown}; available: {sorted(MODEL_FACTORIES)}")
-        budget = replace(budget, models=tuple(models))
+        budget = replace(budget, models=known_models(models))
     records, wall, missing = evaluate(budget, seed, device)
     result = {
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},

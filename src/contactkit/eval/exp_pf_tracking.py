@@ -28,7 +28,6 @@ import numpy as np
 
 from contactkit.control.impedance import ActionMode
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
-from contactkit.errors import InvalidInputError
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
 from contactkit.estimation.tracking import (
     NoiseCalibration,
@@ -39,7 +38,7 @@ from contactkit.estimation.tracking import (
     calibrate_noise,
     track,
 )
-from contactkit.eval.exp_mpc_insertion import MODEL_FACTORIES, InsertionBudget, build_models
+from contactkit.eval.exp_mpc_insertion import InsertionBudget, build_models, known_models
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
 from contactkit.scene import Scene
@@ -206,12 +205,10 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     """The experiment (harness entry point): JSON-ready results, and Fig. 12-style PNGs in ``plots``.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` and ``models`` as in
-    :func:`contactkit.eval.exp_mpc_insertion.run` (the Act-FIGNet checkpoint; the names of ``MODEL_FACTORIES`` to
-    track with, the others listed as missing).
+    :func:`contactkit.eval.exp_mpc_insertion.run` (the Act-FIGNet checkpoint; the names of its ``MODEL_FACTORIES``
+    to track with, the others listed as missing).
     """
-    if models is not None and sorted(set(models) - set(MODEL_FACTORIES)):
-        raise InvalidInputError(f"unknown models {sorted(set(models) - set(MODEL_FACTORIES))}; "
-                                f"available: {sorted(MODEL_FACTORIES)}")
+    models = None if models is None else known_models(models)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     scene = peg_in_hole("hexagon", 1e-3)
     truth_world, nominal = load_world("target"), load_world("nominal")
@@ -219,7 +216,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     calibration_episodes = _record(scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
                                    budget.calibration_episodes)
     planning = InsertionBudget((), 0, 0, checkpoint=None if checkpoint is None else str(checkpoint),
-                               models=None if models is None else tuple(models))
+                               models=models)
     models, missing = build_models(scene, nominal, planning, device, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
     models = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
     result: dict = {"models": {}, "missing": missing}

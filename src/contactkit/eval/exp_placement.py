@@ -75,7 +75,7 @@ class Method(str, enum.Enum):
     HEURISTIC = "heuristic"
     OURS_EQ11 = "ours-eq11"
     """Ablation: ours as §V-B writes it — no restarts, the estimate acted on chosen by the window's cost ``c_t``
-    alone."""
+    alone (the same gradient steps and cost ties as ``ours``)."""
 
 
 COMPARED = (Method.OURS, Method.PARTICLE_FILTER, Method.HEURISTIC)
