@@ -11,7 +11,7 @@ from scipy import stats
 
 from contactkit.estimation.geometry_belief import ParticleFilterConfig
 from contactkit.eval import exp_placement
-from contactkit.eval.exp_placement import Method, PlacementConfig, interval95, run_experiment
+from contactkit.eval.exp_placement import Method, PlacementConfig, Stream, interval95, run_experiment, stream_key
 
 TINY = PlacementConfig(tasks=("shape",), n_cases=1, steps=14, n_estimates=3, pf=ParticleFilterConfig(n_particles=6),
                        workers=1)
@@ -53,6 +53,18 @@ def test_markdown_tabulates_every_method_and_the_ordering(tiny_result):
     assert f"{result['tasks']['shape']['ours']['mean']:.3g} [" in row
     assert row.rstrip(" |").endswith(str(result["ordering_holds"]["shape"]))
     assert rule.count("|") == header.count("|")
+
+
+def test_no_two_random_streams_of_the_experiment_coincide():
+    """Cases, episodes and gradient checks draw from distinct streams (SeedSequence ignores trailing zeros: the
+    cases of a task once shared the stream of its first case's first-method episode)."""
+    keys = [stream_key(s, t, stream=Stream.CASES) for s in (0, 1) for t in range(4)]
+    keys += [stream_key(s, t, m, c, stream=Stream.EPISODE) for s in (0, 1) for t in range(4) for m in range(len(Method))
+             for c in range(10)]
+    keys += [stream_key(s, stream=Stream.GRADCHECK) for s in (0, 1)]
+    first = {int(np.random.default_rng(k).integers(2**63)) for k in keys}
+    assert len(first) == len(keys)
+    assert np.random.default_rng([0, 2]).integers(2**63) == np.random.default_rng([0, 2, 0, 0]).integers(2**63)
 
 
 def test_interval_is_the_student_t_interval_of_the_mean():

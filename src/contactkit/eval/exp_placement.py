@@ -110,6 +110,24 @@ class PlacementConfig:
     step: StepConfig = field(default_factory=StepConfig)
 
 
+class Stream(enum.IntEnum):
+    """The last entry of every random-generator key of the experiment: nonzero and distinct per purpose.
+
+    NumPy's ``SeedSequence`` ignores trailing zeros (``[s, t]`` and ``[s, t, 0, 0]`` seed the same stream), so keys
+    that differ only by appended zeros would share draws: the test cases of a task and the first case's episode of the
+    first method did, which put a task's hidden geometry into that method's initial belief.
+    """
+
+    CASES = 1
+    EPISODE = 2
+    GRADCHECK = 3
+
+
+def stream_key(seed: int, *indices: int, stream: Stream) -> list[int]:
+    """``[seed, *indices, stream]``: the generator key of one purpose (:class:`Stream`)."""
+    return [seed, *indices, int(stream)]
+
+
 FULL = PlacementConfig()
 QUICK = PlacementConfig(methods=tuple(m.value for m in COMPARED), n_cases=1, steps=25)
 
@@ -210,7 +228,7 @@ def gradcheck_configurations(task: PlacementTask, rng: np.random.Generator) -> l
 def gradient_checks(tasks: list[PlacementTask], config: PlacementConfig, seed: int, modes: int = 3) -> dict:
     """Worst relative error of the step's gradients per task and contact mode (the first ``modes`` of sticking,
     sliding, impact), and overall."""
-    rng = np.random.default_rng([seed, 7])
+    rng = np.random.default_rng(stream_key(seed, stream=Stream.GRADCHECK))
     out = {}
     for task in tasks:
         scene = diff_scene(task, WORLD)
@@ -242,9 +260,11 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
     torch.set_num_threads(1)  # small batched linear algebra: threads only contend on a shared machine
     try:
         tasks = [make_task(name) for name in config.tasks]
-        cases = [sample_cases(task, config.n_cases, np.random.default_rng([seed, t])) for t, task in enumerate(tasks)]
+        cases = [sample_cases(task, config.n_cases, np.random.default_rng(stream_key(seed, t, stream=Stream.CASES)))
+                 for t, task in enumerate(tasks)]
         methods = [Method(name) for name in config.methods]
-        jobs = [(task.name.value, method.value, theta, config, [seed, t, list(Method).index(method), c])
+        jobs = [(task.name.value, method.value, theta, config,
+                 stream_key(seed, t, list(Method).index(method), c, stream=Stream.EPISODE))
                 for t, task in enumerate(tasks) for method in methods for c, theta in enumerate(cases[t])]
         done = iter(_run_jobs(jobs, config.workers))
         for t, task in enumerate(tasks):
