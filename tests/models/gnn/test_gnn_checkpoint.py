@@ -81,7 +81,7 @@ def test_contact_model_from_checkpoint(tmp_path, batch):
     step = StepSpec(0.02, (0.0, 0.0, -9.81))
     path = save_checkpoint(tmp_path / "m.safetensors", model, step)
     wrapper = GnnContactModel.from_checkpoint(path, box_scene(), action_mode=ActionMode.WRENCH)
-    assert wrapper.dt == 0.02 and wrapper.history_length == 3
+    assert wrapper.control_dt == 0.02 and wrapper.history == 3
 
 
 @pytest.mark.parametrize("name", ["random_bytes.safetensors", "header_length_lies.safetensors",

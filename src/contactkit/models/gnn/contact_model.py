@@ -82,24 +82,14 @@ class GnnContactModel:
         return self.model.config.graph.history
 
     @property
-    def history_length(self) -> int:
-        """Alias of :attr:`history`."""
-        return self.history
-
-    @property
     def control_dt(self) -> float:
         """Control period [s] between states."""
-        return self.step_spec.dt
-
-    @property
-    def dt(self) -> float:
-        """Alias of :attr:`control_dt`."""
         return self.step_spec.dt
 
     def _check(self, history: BodyState, action) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
         history = history.validated("history")
         shape = history.batch_shape
-        h = self.history_length
+        h = self.history
         if len(shape) < 1 or shape[-1] < h:
             raise InvalidInputError(f"history must have a time axis of at least {h} states, got batch shape {shape}")
         action = np.asarray(action, dtype=np.float64)
@@ -115,7 +105,7 @@ class GnnContactModel:
 
         Args:
             history: tool states with time axis last among the batch dims: fields ``(*B, H, ...)``,
-                oldest first, ``H >= history_length``; world frame.
+                oldest first, ``H >= history``; world frame.
             action: ``(*B, 6)``: with ``action_mode`` ``POSE_DELTA`` a displacement of the impedance target
                 from the current pose (position [m], rotation vector [rad], world frame), turned into the
                 controller's wrench at the current state (:func:`.actions.command_wrench`); with ``WRENCH``
@@ -129,7 +119,7 @@ class GnnContactModel:
             InvalidInputError: wrong shapes, NaN, non-unit quaternions, too short a history.
         """
         flat, act, batch = self._check(history, action)
-        wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.dt)
+        wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.control_dt)
         inputs = [graph_inputs(self.arrays, flat[i], wrench_in[i]) for i in range(len(flat))]
         graph = build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph).to(self.device)
         accel, wrench = self.model.predict(graph)
@@ -142,7 +132,7 @@ class GnnContactModel:
         pos0 = torch.as_tensor(flat[:, -1, 0:3])
         quat0 = torch.as_tensor(flat[:, -1, 3:7] / np.linalg.norm(flat[:, -1, 3:7], axis=-1, keepdims=True))
         quat1 = same_hemisphere(quat1, quat0)
-        lin, ang = finite_difference_velocity(pos0, quat0, pos1, quat1, self.dt)
+        lin, ang = finite_difference_velocity(pos0, quat0, pos1, quat1, self.control_dt)
         state = np.concatenate([pos1.numpy(), quat1.numpy(), lin.numpy(), ang.numpy()], axis=-1)
         reading = center_to_sensor(self.arrays, pos0.numpy(), quat0.numpy(),
                                    wrench.detach().cpu().to(torch.float64).numpy())
@@ -153,7 +143,7 @@ class GnnContactModel:
         wrench is recomputed at every predicted state, so the rollout is closed loop like a simulator's.
 
         Args:
-            history: initial states, fields ``(*B, H, ...)``, ``H >= history_length``.
+            history: initial states, fields ``(*B, H, ...)``, ``H >= history``.
             actions: ``(*B, T, 6)`` actions of :meth:`step`, one per step.
 
         Returns:
@@ -162,7 +152,7 @@ class GnnContactModel:
         actions = np.asarray(actions, dtype=np.float64)
         if actions.ndim < 2 or actions.shape[-1] != 6:
             raise InvalidInputError(f"actions must have shape (*B, T, 6), got {actions.shape}")
-        h = self.history_length
+        h = self.history
         window = BodyState.from_array(history.validated("history").as_array()[..., -h:, :])
         states, readings = [], []
         for k in range(actions.shape[-2]):
