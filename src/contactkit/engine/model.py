@@ -12,13 +12,11 @@ started from the impulses of the previous step, as a world stepping without inte
 rollout through :func:`contactkit.model.rollout` equals a sequence of ``EngineWorld.step`` calls. Any other
 element is placed with :meth:`EngineWorld.set_state` (validation, penetration check, cold solver).
 
-Why one compiled call: a control period of the 50 mm peg costs the kernel about 1 ms (20 engine steps of
-2.5 ms), and driving :class:`EngineWorld` element by element adds Python around every element (``set_state``
-alone 0.4 ms). Measured on the square slot (batch 20, default engine settings, shared 2-core machine):
-1.12 ms per element-step element by element, 0.79 ms batched. An iCEM replan of Table IV (population 20,
-horizon 50, 5 iterations) is 5000 element-steps (``contactkit.eval.exp_mpc_insertion`` measures the replan
-time against MuJoCo's in the same process). Threads pay only on idle cores: on the loaded machine two threads
-measured 1.15 ms per element-step.
+Why one compiled call: a control period of the 50 mm peg costs the kernel about a millisecond, and driving
+:class:`EngineWorld` element by element adds Python around every element (``set_state`` included). An iCEM
+replan of Table IV (population 20, horizon 50, 5 iterations) is 5000 element-steps;
+``contactkit experiment mpc-insertion`` reports the replan time per model, MuJoCo's beside the engine's.
+Threads pay only on idle cores.
 """
 
 from __future__ import annotations

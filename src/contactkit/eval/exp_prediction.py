@@ -25,9 +25,9 @@ and used only where its trajectories are verified identical (``clean_twins``): t
 not act on the dynamics unless a policy that reads the F/T sensor (spiral, circles: contact detection)
 decides otherwise because of it — measured identical for all four test sets of seed 0.
 
-Training and evaluation jobs run in ``budget.workers`` processes of one torch thread each (measured on
-2 shared cores: the graphs are small, and two intra-op threads per process were slower, up to 10x, than
-one under load); a model is evaluated as soon as it is trained, while the others still train. The full
+Training and evaluation jobs run in ``budget.workers`` processes of one torch thread each (the graphs are
+small: in a one-off trial on 2 shared cores, two intra-op threads per process were slower than one under
+load); a model is evaluated as soon as it is trained, while the others still train. The full
 run keeps its data and checkpoints in ``runs/prediction-accuracy/seed<seed>`` and resumes from them.
 """
 
