@@ -29,6 +29,7 @@ from contactkit.estimation.geometry_belief import (
     residual,
     triggered,
     update_belief,
+    window_steps,
 )
 from contactkit.geometry import hull_piece
 
@@ -218,3 +219,40 @@ def test_a_restart_without_a_generator_is_refused(model):
     with pytest.raises(InvalidInputError, match="rng"):
         descend(model, window, Belief(np.zeros((1, 1)), np.ones(1), np.zeros((1, 1))), DescentConfig(),
                 Restart(np.zeros(1), np.ones(1)))
+
+
+def test_the_window_keeps_the_last_touches_before_the_last_h_steps():
+    forces = np.array([0.0, 2.0, 0.0, 0.0, 3.0, 0.05, 0.0, 0.0, 1.0, 0.0, 0.0])  # 0.05 N is below contact
+    np.testing.assert_array_equal(window_steps(forces, 3, 0), [8, 9, 10])  # eq 10: the last H
+    np.testing.assert_array_equal(window_steps(forces, 3, 1), [4, 8, 9, 10])
+    np.testing.assert_array_equal(window_steps(forces, 3, 5), [1, 4, 8, 9, 10])  # fewer touches than memory
+    np.testing.assert_array_equal(window_steps(forces, 3, 3), [1, 4, 8, 9, 10])  # one fewer
+    np.testing.assert_array_equal(window_steps(forces[:2], 3, 2), [0, 1])
+    assert window_steps(np.zeros(0), 3, 2).size == 0
+    for bad in ({"forces": np.zeros((3, 2))}, {"horizon": 0}, {"memory": -1}):
+        with pytest.raises(InvalidInputError, match="window_steps"):
+            window_steps(**{"forces": np.zeros(4), "horizon": 3, "memory": 1, **bad})
+
+
+def test_a_touch_before_the_last_h_steps_still_teaches_the_height(model):
+    """The box presses, then lifts off for more than H steps: the last H steps alone are flat in θ (no contact is
+    measured or predicted there), the window with the remembered touch recovers the height."""
+    height = 1e-3
+    pressed = record(model, height)
+    free = record(model, height, steps=2)  # 3 and 2 mm above the plane: no reading
+    rows = [np.concatenate([getattr(pressed, f)] + [getattr(free, f)] * 3) for f in pressed.__dataclass_fields__]
+    history = History(*rows)
+    forces = np.linalg.norm(history.wrench[:, :3], axis=1)
+    start = Belief(np.zeros((1, 1)), np.ones(1), np.zeros((1, 1)))
+
+    def estimate(memory: int) -> float:
+        steps = window_steps(forces, HORIZON, memory)
+        window = History(*(getattr(history, f)[steps] for f in history.__dataclass_fields__))
+        belief = start
+        for _ in range(10):
+            belief = descend(model, window, belief, DescentConfig())
+        return float(best_estimate(belief)[0])
+
+    assert np.abs(history.wrench[-HORIZON:]).max() == 0.0 and forces.max() > 1.0
+    assert estimate(0) == 0.0
+    assert estimate(HORIZON) == pytest.approx(height, abs=5e-5)

@@ -5,6 +5,8 @@
 * :func:`descend` — §V-A: gradient descent on ``r_t(θ)`` from the previous estimate (``iterations`` steps, each
   scaled by a running maximum of the gradient's magnitude per parameter, so a step never exceeds ``step`` [m]; a step
   that raises ``r_t`` is undone and the next one halved).
+* :func:`window_steps` — which transitions ``r_t`` compares: the last ``H``, optionally after the last touches before
+  them (a departure from eq 10 for policies that touch in bursts; measured by the placement experiment).
 * :class:`Belief`, :func:`init_belief`, :func:`update_belief`, :func:`best_estimate` — §V-B, eq 11: ``N`` estimates with
   their costs; every one descends, and the one acted on is the least costly by costs accumulated over time
   (:func:`least_cost`; the incumbent among ties). Estimates that predict no contact while contact is measured are
@@ -64,7 +66,8 @@ below any F/T sensor's resolution."""
 
 @dataclass(frozen=True)
 class History:
-    """The last ``H`` transitions: measured tool states, applied references and measured readings (numpy).
+    """The transitions ``r_t`` compares (the last ``H``, or :func:`window_steps`): measured tool states, applied
+    references and measured readings (numpy).
 
     Attributes:
         pos: ``(H, 3)`` [m]. quat: ``(H, 4)``. lin_vel: ``(H, 3)`` [m/s]. ang_vel: ``(H, 3)`` [rad/s] (world frame).
@@ -97,6 +100,26 @@ class History:
     def last(self, horizon: int) -> History:
         """The last ``horizon`` transitions."""
         return History(*(getattr(self, f.name)[-horizon:] for f in dataclasses.fields(self)))
+
+
+def window_steps(forces: np.ndarray, horizon: int = HORIZON, memory: int = 0) -> np.ndarray:
+    """Indices (ascending) of the transitions that ``r_t`` compares (eq 10): the last ``horizon`` of ``T``, after the
+    last ``memory`` earlier ones whose measured force ``forces (T,)`` [N] exceeds :data:`MEASURED_CONTACT`.
+
+    ``memory = 0`` is eq 10 as written (the last ``H`` steps). The paper's placements press continuously, so its
+    window always holds contact; a policy that lifts off to realign (:func:`~contactkit.tasks.placement_policy.policy`)
+    touches in bursts of a few steps, and a window of the last ``H`` steps alone then forgets each touch within
+    ``H`` steps: estimates that explain only the latest touch (a ring seen from another side, a pillar edge on the
+    other side) win. Each step's prediction starts from its measured state (eq 9), so the steps need not be
+    consecutive.
+    """
+    forces = np.asarray(forces, dtype=np.float64)
+    if forces.ndim != 1 or horizon < 1 or memory < 0:
+        raise InvalidInputError(f"window_steps: forces must be (T,), horizon >= 1 and memory >= 0; got shape "
+                                f"{forces.shape}, horizon={horizon}, memory={memory}")
+    recent = np.arange(max(len(forces) - horizon, 0), len(forces))
+    earlier = np.flatnonzero(forces[:recent[0] if len(recent) else 0] > MEASURED_CONTACT)
+    return np.concatenate([earlier[max(len(earlier) - memory, 0):], recent])
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ differentiable contact step, acting on the cheapest (§V-B), with two additions 
 ``ours-eq11`` (the belief as written) measures: estimates that predict no contact while contact is measured are
 re-drawn from the initial distribution within the same rollout budget, and the estimate acted on is chosen by costs
 accumulated over time rather than the 5-step window's alone
-(:func:`~contactkit.estimation.geometry_belief.descend`, :class:`~contactkit.estimation.geometry_belief.DescentConfig`);
-``particle-filter`` — 50 particles weighted by
+(:func:`~contactkit.estimation.geometry_belief.descend`, :class:`~contactkit.estimation.geometry_belief.DescentConfig`).
+Both ours and the particle filter compare the last 5 steps after the last 5 earlier steps that measured contact
+(:func:`~contactkit.estimation.geometry_belief.window_steps`; eq 10 compares the last 5 only): the policy lifts off to
+realign, so it touches in bursts, and a window of the last 5 steps forgets each touch before the next. The ablation
+``ours-eq11`` drops all three (§V-B and eq 10 as written). ``particle-filter`` — 50 particles weighted by
 ``exp(-β c)`` with low-variance resampling, acting on the weighted mean; ``heuristic`` — descend until the contact
 force exceeds a threshold. ``ours`` and ``particle-filter`` act through the same interpolating policy; all start
 from ``θ_init = 0`` above the nominal goal, run ``T = 50`` steps of 50 ms and release. The error at release is the
@@ -49,6 +52,7 @@ from contactkit.estimation.geometry_belief import (
     pf_update,
     triggered,
     update_belief,
+    window_steps,
 )
 from contactkit.eval.workers import worker_pool
 from contactkit.mujoco.world import MujocoWorld
@@ -74,8 +78,8 @@ class Method(str, enum.Enum):
     PARTICLE_FILTER = "particle-filter"
     HEURISTIC = "heuristic"
     OURS_EQ11 = "ours-eq11"
-    """Ablation: ours as §V-B writes it — no restarts, the estimate acted on chosen by the window's cost ``c_t``
-    alone (the same gradient steps and cost ties as ``ours``)."""
+    """Ablation: ours as §V-B and eq 10 write it — no restarts, the estimate acted on chosen by the window's cost
+    ``c_t`` alone, the last ``H`` steps only (the same gradient steps and cost ties as ``ours``)."""
 
 
 COMPARED = (Method.OURS, Method.PARTICLE_FILTER, Method.HEURISTIC)
@@ -89,6 +93,9 @@ class PlacementConfig:
     Attributes:
         tasks: task names. methods: the methods run (:class:`Method` values). n_cases: test cases per task.
         steps: ``T``. horizon: ``H``. n_estimates: ``N`` of ours.
+        memory: earlier steps with measured contact that the estimators' window keeps before the last ``H``
+            (:func:`~contactkit.estimation.geometry_belief.window_steps`; 0: eq 10 as written). Both ours and the
+            particle filter compare the same steps (``ours-eq11`` the last ``H`` only).
         restart: ours re-draws estimates that predict no contact while contact is measured
             (:func:`~contactkit.estimation.geometry_belief.descend`).
         workers: processes that run episodes in parallel (1: in this process); results do not depend on it.
@@ -100,6 +107,7 @@ class PlacementConfig:
     n_cases: int = 10
     steps: int = 50
     horizon: int = HORIZON
+    memory: int = HORIZON
     n_estimates: int = 10
     restart: bool = True
     workers: int = 2
@@ -149,8 +157,9 @@ class Episode:
     theta_gt: np.ndarray
 
 
-def _history(records: list[tuple], horizon: int) -> History:
-    rows = records[-horizon:]
+def _history(records: list[tuple], horizon: int, memory: int) -> History:
+    forces = np.array([np.linalg.norm(r[6][:3]) for r in records])
+    rows = [records[i] for i in window_steps(forces, horizon, memory)]
     cols = list(zip(*rows, strict=True)) if rows else [[]] * 7
     widths = (3, 4, 3, 3, 3, 4, 6)
     return History(*(np.asarray(c, dtype=np.float64).reshape(-1, w) for c, w in zip(cols, widths, strict=True)))
@@ -167,11 +176,12 @@ def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, confi
     belief = init_belief(theta_init, task.init_std, config.n_estimates, rng)
     restart = Restart(theta_init, task.init_std) if config.restart and method is Method.OURS else None
     descent = config.descent if method is Method.OURS else dataclasses.replace(config.descent, evidence_decay=0.0)
+    memory = 0 if method is Method.OURS_EQ11 else config.memory
     particles = init_particles(theta_init, task.init_std, config.pf, rng)
     records, estimates, clouds, readings, fired = [], [], [], [], False
     estimate = theta_init
     for _ in range(config.steps):
-        history = _history(records, config.horizon)
+        history = _history(records, config.horizon, memory)
         if method in (Method.OURS, Method.OURS_EQ11):
             belief = update_belief(model, history, belief, descent, restart, rng)
             estimate, cloud = best_estimate(belief), belief.thetas
@@ -260,11 +270,12 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
     torch.set_num_threads(1)  # small batched linear algebra: threads only contend on a shared machine
     try:
         tasks = [make_task(name) for name in config.tasks]
-        cases = [sample_cases(task, config.n_cases, np.random.default_rng(stream_key(seed, t, stream=Stream.CASES)))
-                 for t, task in enumerate(tasks)]
+        ids = [list(TaskName).index(task.name) for task in tasks]  # a task's streams do not depend on the others run
+        cases = [sample_cases(task, config.n_cases, np.random.default_rng(stream_key(seed, i, stream=Stream.CASES)))
+                 for i, task in zip(ids, tasks, strict=True)]
         methods = [Method(name) for name in config.methods]
         jobs = [(task.name.value, method.value, theta, config,
-                 stream_key(seed, t, list(Method).index(method), c, stream=Stream.EPISODE))
+                 stream_key(seed, ids[t], list(Method).index(method), c, stream=Stream.EPISODE))
                 for t, task in enumerate(tasks) for method in methods for c, theta in enumerate(cases[t])]
         done = iter(_run_jobs(jobs, config.workers))
         for t, task in enumerate(tasks):
@@ -286,6 +297,7 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
         result["ordering_holds"] = {name: bool(e["ours"]["mean"] < e["particle-filter"]["mean"]
                                                < e["heuristic"]["mean"]) for name, e in result["tasks"].items()}
     result["config"] = {"n_cases": config.n_cases, "steps": config.steps, "horizon": config.horizon,
+                        "memory": config.memory,
                         "n_estimates": config.n_estimates, "n_particles": config.pf.n_particles,
                         "methods": list(config.methods), "restart": config.restart,
                         "descent": dataclasses.asdict(config.descent)}
