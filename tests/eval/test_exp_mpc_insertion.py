@@ -111,3 +111,17 @@ def test_a_model_that_disappears_during_the_run_is_an_error(monkeypatch):
 def test_unknown_model_name_is_refused_before_any_episode():
     with pytest.raises(InvalidInputError, match="available"):
         exp.run(quick=True, budget=TINY, models=("ground-truth", "no-such-model"))
+
+
+def test_the_planner_stream_is_not_an_episode_start_stream():
+    """Episode seeds are plain integers (``env.reset(seed=...)``); no pairing's planner may draw the same numbers
+    as any episode start of the run (``[0, 0]`` and ``0`` are one NumPy stream)."""
+    import numpy as np
+
+    budget = exp.FULL_BUDGET
+    for seed in (0, 1):
+        starts = {float(np.random.default_rng(seed * 1000 + 100 * p + e).random())
+                  for p in range(len(budget.pairings)) for e in range(budget.episodes_per_pairing)}
+        planners = {float(exp.planner_rng(seed, p).random()) for p in range(len(budget.pairings))}
+        assert len(planners) == len(budget.pairings)
+        assert not planners & starts

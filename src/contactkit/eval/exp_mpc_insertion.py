@@ -46,6 +46,7 @@ __all__ = [
     "evaluate",
     "plot_reward_curves",
     "plot_success_rates",
+    "planner_rng",
     "run",
     "run_episode",
 ]
@@ -216,6 +217,15 @@ class EpisodeRecord:
     replan_s: tuple[float, ...]
 
 
+def planner_rng(seed: int, p_index: int) -> np.random.Generator:
+    """The iCEM sampling stream of pairing ``p_index`` (every model's agent on that pairing draws the same one).
+
+    Tagged with a trailing 1: NumPy's ``SeedSequence`` ignores trailing zeros, so ``[seed, 0]`` would be the stream
+    of ``env.reset(seed=seed)``, which samples the initial state of the first episode of pairing 0.
+    """
+    return np.random.default_rng([seed, p_index, 1])
+
+
 def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str = "") -> EpisodeRecord:
     """Roll out ``agent`` in ``env`` from the initial state of ``seed`` until success or truncation."""
     obs, info = env.reset(seed=seed)
@@ -284,7 +294,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
                                   f"{pairing!r}: {gone}")
         for name, model in models.items():
             started = time.perf_counter()
-            agent = MPCAgent(model, config, env.scene, np.random.default_rng([seed, p_index]))
+            agent = MPCAgent(model, config, env.scene, planner_rng(seed, p_index))
             for episode in range(budget.episodes_per_pairing):
                 record = run_episode(env, agent, seed * 1000 + 100 * p_index + episode, pairing)
                 records.setdefault(name, []).append(record)
