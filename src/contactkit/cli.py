@@ -298,9 +298,11 @@ def benchmark(
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
     seed: int = 0,
     device: str = "cpu",
+    checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
 ) -> None:
     """Run a speed benchmark (full runs are stored in docs/results/NAME.json)."""
-    _measure("benchmark", name, quick, json_path, seed, device)
+    _measure("benchmark", name, quick, json_path, seed, device,
+             options={"checkpoint": str(checkpoint) if checkpoint else None})
 
 
 @app.command()
@@ -326,11 +328,12 @@ def experiment(
 
 @app.command()
 def results(results_dir: Path = Path("docs/results"), out: Path = Path("docs/RESULTS.md")) -> None:
-    """Regenerate docs/RESULTS.md from the stored full-run JSON files."""
-    from contactkit.eval.results import render_results
+    """Regenerate docs/RESULTS.md (and each measurement's own NAME.md table) from the stored full-run JSON files."""
+    from contactkit.eval.results import refresh_tables, render_results
 
+    tables = refresh_tables(results_dir)
     out.write_text(render_results(results_dir))
-    console.print(f"wrote {out}")
+    console.print(f"wrote {out} and {len(tables)} table(s) in {results_dir}")
 
 
 @app.command()

@@ -10,7 +10,7 @@ import pytest
 
 from contactkit.errors import InvalidInputError
 from contactkit.eval import harness
-from contactkit.eval.results import render_results
+from contactkit.eval.results import refresh_tables, render_results
 
 ROWS = [{"case": "a", "value": 1.5}, {"case": "b", "value": 2.5}]
 
@@ -59,6 +59,16 @@ def test_results_page_uses_the_modules_table_else_the_generic_one(fake, tmp_path
     own, plain = page.split("## benchmark `fake-plain`")[0], page.split("## benchmark `fake-plain`")[1]
     assert "| a | 3 |" in own and "| case | value |" not in own  # its own table replaces the generic one
     assert "| case | value | seed | quick |" in plain and "| total | 4 |" in plain
+
+
+def test_stored_tables_follow_the_modules_table(fake, tmp_path, monkeypatch):
+    for name in ("fake-own", "fake-plain"):
+        harness.run_measurement("benchmark", name, quick=False, results_dir=tmp_path)
+    table = tmp_path / "fake-own.md"
+    table.write_text("stale\n")
+    monkeypatch.setattr(sys.modules["_ck_test_fake_own"], "markdown", lambda result: f"{len(result['rows'])} rows\n")
+    assert refresh_tables(tmp_path) == [table]  # the measurement without a table of its own gets none
+    assert table.read_text() == "2 rows\n" and not (tmp_path / "fake-plain.md").exists()
 
 
 def test_unknown_name_lists_the_known_ones():

@@ -379,16 +379,20 @@ def markdown(result: dict) -> str:
     """A markdown table of the release errors: per task, each method's mean [95 % interval], failures and ordering."""
     tasks = result["tasks"]
     methods = [m.value for m in Method if any(m.value in e for e in tasks.values())]
-    lines = ["| task | unit | " + " | ".join(methods) + " | ours < PF < heuristic |",
-             "|---|---|" + "---:|" * len(methods) + "---|"]
+    lines = ["| task | unit | " + " | ".join(methods) + " | ours < PF < heuristic | ours lowest |",
+             "|---|---|" + "---:|" * len(methods) + "---|---|"]
     for name, entry in tasks.items():
         cells = [f"{entry[m]['mean']:.3g} [{entry[m]['ci95'][0]:.2g}, {entry[m]['ci95'][1]:.2g}]" if m in entry else "–"
                  for m in methods]
         holds = result.get("ordering_holds", {}).get(name)
-        lines.append(f"| {name} | {entry['unit']} | " + " | ".join(cells) + f" | {'–' if holds is None else holds} |")
+        lowest = (entry["ours"]["mean"] < min(entry[m.value]["mean"] for m in COMPARED[1:])
+                  if all(m.value in entry for m in COMPARED) else None)
+        lines.append(f"| {name} | {entry['unit']} | " + " | ".join(cells)
+                     + "".join(f" | {'–' if v is None else v}" for v in (holds, lowest)) + " |")
     lines += ["", f"Mean [Student-t 95 % interval] of the error at release over {result['config']['n_cases']} cases "
                   f"per task; gradient check: worst relative error {result['gradcheck_max_rel_err']:.2g} "
-                  f"(bar ≤ 1e-4)."]
+                  "(bar ≤ 1e-4). The issue's bar is the full ordering; the paper's claim (§VI-E) is ours lowest on "
+                  "average, and it notes that the particle filter does not always beat the heuristic."]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ from contactkit.errors import InvalidInputError
 
 BENCHMARKS = {
     "collect": "contactkit.eval.bench_collect",
+    "replan": "contactkit.eval.bench_replan",
     "lml": "contactkit.eval.bench_lml",
     "tight-insertion": "contactkit.eval.bench_tight_insertion",
 }

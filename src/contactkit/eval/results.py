@@ -77,6 +77,21 @@ def render_one(data: dict) -> str:
     return "\n".join(lines)
 
 
+def refresh_tables(results_dir: str | Path = "docs/results") -> list[Path]:
+    """Rewrite ``NAME.md`` next to every stored ``NAME.json`` whose measurement has its own table
+    (:func:`contactkit.eval.harness.markdown_of`), so that a change to a table reaches the stored results without
+    a rerun. Returns the files written."""
+    from contactkit.eval.harness import atomic_write_text, markdown_of
+
+    written = []
+    for f in sorted(Path(results_dir).glob("*.json")):
+        table = markdown_of(json.loads(f.read_text()))
+        if table is not None:
+            atomic_write_text(f.with_suffix(".md"), table)
+            written.append(f.with_suffix(".md"))
+    return written
+
+
 def render_results(results_dir: str | Path = "docs/results") -> str:
     """Markdown of every ``*.json`` in ``results_dir``, sorted by name."""
     files = sorted(Path(results_dir).glob("*.json"))

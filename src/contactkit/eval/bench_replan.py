@@ -1,0 +1,173 @@
+"""Benchmark ``replan``: CPU seconds per iCEM replan of the mpc-insertion agent with each planning model.
+
+act-fignet §IV-A and Table IV: the agent replans every 5 control steps with horizon 50, population 20 and 5
+iterations, i.e. 250 batched model steps of 20 sequences per replan; the issue's goal for the learned model is
+≤ 1 s on CPU. ``contactkit experiment mpc-insertion`` reports replan times only for the models whose episodes it
+runs; this benchmark times every model that can be built (:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`,
+Act-FIGNet from ``--checkpoint`` or the default places) on the same starts, including a learned model whose full
+episodes would take hours on CPU. A checkpoint comes from ``contactkit train --model act-fignet --out
+runs/act-fignet ...`` on target-world data, or from ``contactkit experiment prediction-accuracy``; the replan time
+depends on the model's size and on how many contact edges its rollouts build, on its training only through those.
+
+Per pairing the ground-truth agent runs the pairing's first mpc-insertion episode with the experiment's sampling
+stream (the reference episode); every model then plans once, from a fresh sampling distribution, at ``points``
+of its replans spread evenly from the first to the last — in free space, in contact, in the slot — each from the
+same observed history, so the models are timed on the same states (the cost of a MuJoCo or engine step grows with
+the contacts, that of Act-FIGNet with its contact edges). Reported: ``models.NAME.{replan_s (median), replan_s_p90,
+replans, vs_ground_truth, within_goal, replan_s_by_point}`` — ``vs_ground_truth`` is the ratio of medians against
+MuJoCo planning itself, timed in the same process — the ``points`` (pairing, control step, tool in contact),
+``missing``, ``goal_s`` and the Act-FIGNet ``checkpoint`` timed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from contactkit.control.icem import initial_state, optimize
+from contactkit.control.mpc import MPCAgent, MPCConfig, goal_reward, make_objective
+from contactkit.control.policies import CONTACT_FORCE_N
+from contactkit.errors import InvalidInputError
+from contactkit.eval.exp_mpc_insertion import (
+    FULL_BUDGET,
+    QUICK_BUDGET,
+    InsertionBudget,
+    act_fignet_checkpoint,
+    build_models,
+    planner_rng,
+)
+from contactkit.physics import WorldParams
+from contactkit.state import BodyState, stack_states
+from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
+
+GOAL_S = 1.0
+"""The issue's goal for one replan of the learned model on CPU [s]."""
+
+REFERENCE = "ground-truth"
+"""The peer every model's replan time is divided by."""
+
+QUICK = replace(QUICK_BUDGET, pairings=("square",))
+"""The quick run: one pairing, the quick experiment's small agent."""
+
+QUICK_POINTS = 2
+"""Replans timed per pairing in the quick run (the first and the last of the reference episode)."""
+
+FULL_POINTS = 3
+"""Replans timed per pairing in the full run (first, middle, last)."""
+
+
+@dataclass(frozen=True)
+class ReplanPoint:
+    """A state the models plan from: the observed history ending at control step ``step`` of a reference episode.
+
+    Attributes:
+        pairing: the peg/slot pairing. step: control step of the replan.
+        states: observed tool states of the episode up to ``step``, batch ``(step + 1,)``, world frame.
+        contact: the measured contact force exceeded :data:`CONTACT_FORCE_N` there.
+    """
+
+    pairing: str
+    step: int
+    states: BodyState
+    contact: bool
+
+    def history(self, length: int) -> BodyState:
+        """``(length,)`` window ending at ``step``, padded with the episode's first state (:func:`mpc_reset`)."""
+        index = np.clip(np.arange(self.step - length + 1, self.step + 1), 0, None)
+        return BodyState(*(np.asarray(a)[index] for a in (self.states.pos, self.states.quat, self.states.lin_vel,
+                                                            self.states.ang_vel)))
+
+
+def reference_points(env: PegInsertionEnv, agent: MPCAgent, seed: int, points: int, pairing: str) -> list[ReplanPoint]:
+    """Run ``agent`` through the episode of ``env`` from the start of ``seed``; the states at ``points`` of its
+    replans, evenly spread from the first to the last (fewer if the episode replanned fewer times)."""
+    obs, _ = env.reset(seed=seed)
+    state, wrench = split_observation(obs)
+    agent.reset(state)
+    states, forces = [state], [float(np.linalg.norm(wrench[:3]))]
+    while True:
+        obs, _, terminated, truncated, _ = env.step(agent.act(states[-1]))
+        if terminated or truncated:
+            break
+        state, wrench = split_observation(obs)
+        states.append(state)
+        forces.append(float(np.linalg.norm(wrench[:3])))
+    every = agent.config.icem.replan_every
+    replans = np.arange(0, len(states), every)
+    chosen = np.unique(replans[np.linspace(0, len(replans) - 1, points).round().astype(int)])
+    return [ReplanPoint(pairing, int(t), stack_states(states[:t + 1]), forces[t] > CONTACT_FORCE_N) for t in chosen]
+
+
+def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.random.Generator) -> float:
+    """Seconds of one iCEM optimisation of ``model``'s rollouts from ``point`` (eq 9 reward, fresh distribution)."""
+    objective = make_objective(model, goal_reward(scene), config.scale, point.history(int(model.history)))
+    started = time.perf_counter()
+    optimize(objective, initial_state(config.icem), config.icem, rng)
+    return time.perf_counter() - started
+
+
+def measure(budget: InsertionBudget, points: int, seed: int,
+            device: str) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
+    """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent."""
+    params, times, chosen, missing = WorldParams(), {}, [], []
+    for p_index, pairing in enumerate(budget.pairings):
+        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
+        config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
+                                    iterations=budget.iterations, replan_every=budget.replan_every)
+        models, missing = build_models(env.scene, params, budget, device)
+        if REFERENCE not in models:
+            raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
+                                    f"this budget builds {sorted(models)}")
+        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, p_index))
+        here = reference_points(env, reference, seed * 1000 + 100 * p_index, points, pairing)
+        chosen += here
+        for name, model in models.items():
+            rng = planner_rng(seed, p_index)
+            times.setdefault(name, []).extend(time_replan(model, config, env.scene, p, rng) for p in here)
+    return times, chosen, missing
+
+
+def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path | None = None,
+        budget: InsertionBudget | None = None) -> dict:
+    """The benchmark (harness entry point): the quick run times two points of one pairing (:data:`QUICK`); the
+    full run :data:`FULL_POINTS` points of each of the five pairings with the Table IV agent. ``budget`` replaces
+    either (tests)."""
+    budget = budget or (QUICK if quick else FULL_BUDGET)
+    if checkpoint is not None:
+        budget = replace(budget, checkpoint=str(checkpoint))
+    times, points, missing = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device)
+    medians = {name: float(np.median(t)) for name, t in times.items()}
+    models = {name: {"replan_s": medians[name], "replan_s_p90": float(np.percentile(t, 90)), "replans": len(t),
+                     "vs_ground_truth": medians[name] / medians[REFERENCE] if REFERENCE in medians else None,
+                     "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t}
+              for name, t in times.items()}
+    checkpoint = str(act_fignet_checkpoint(budget)) if "act-fignet" in times else None
+    return {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
+            "points": [{"pairing": p.pairing, "step": p.step, "contact": p.contact} for p in points],
+            "checkpoint": checkpoint,
+            "agent": {"horizon": budget.horizon, "population": budget.population, "iterations": budget.iterations,
+                      "replan_every": budget.replan_every, "n_threads": budget.n_threads,
+                      "torch_threads": torch.get_num_threads()}}
+
+
+def markdown(result: dict) -> str:
+    """Table: per model the median and p90 replan seconds, the median over points in contact, the ratio to MuJoCo
+    planning and whether the median is within the goal."""
+    contact = np.array([p["contact"] for p in result["points"]], dtype=bool)
+    lines = ["| model | replan s (median) | p90 | median in contact | replans | × ground truth | ≤ goal |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for name, row in result["models"].items():
+        ratio = "–" if row["vs_ground_truth"] is None else f"{row['vs_ground_truth']:.2f}"
+        touching = np.asarray(row["replan_s_by_point"])[contact]
+        in_contact = f"{np.median(touching):.3g}" if touching.size else "–"
+        lines.append(f"| {name} | {row['replan_s']:.3g} | {row['replan_s_p90']:.3g} | {in_contact} | {row['replans']} "
+                     f"| {ratio} | {row['within_goal']} |")
+    lines += ["", f"Agent {result['agent']} on {result['pairings']}, planning from {len(contact)} states of the "
+              f"ground-truth agent's episodes ({int(contact.sum())} in contact); goal {result['goal_s']} s per replan "
+              "for the learned model (CPU). Missing: "
+              + (", ".join(f"{m['model']} ({m['reason']})" for m in result["missing"]) or "none") + "."]
+    return "\n".join(lines) + "\n"
