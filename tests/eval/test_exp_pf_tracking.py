@@ -39,7 +39,7 @@ def test_tiny_run_reports_three_configurations(tmp_path, monkeypatch):
         assert series["pos_err_mm"][0] > 1.0  # the perturbed start is millimetres off
         assert result["series"][name]["motion-only"]["pos_err_mm"][0] == 0.0
     assert 0 <= result["first_contact_step"] <= 20
-    assert {m["model"] for m in result["missing"]} == {"act-fignet"}
+    assert {m["model"] for m in result["missing"]} == {"act-fignet"} and result["checkpoint"] is None
     assert len(result["plots"]) == 4 and all((tmp_path / p.split("/")[-1]).is_file() for p in result["plots"])
 
 

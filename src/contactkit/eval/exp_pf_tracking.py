@@ -15,8 +15,8 @@ tracking.calibrate_noise`); nothing is tuned on the scored episodes.
 Output keys: ``perturbed_final_pos_err_mm`` (median over episodes, of the preferred model) with its spread
 ``perturbed_final_pos_err_mm_p90`` / ``_max`` and ``perturbed_converged_fraction``; ``models.NAME.
 configurations.MODE.{final_pos_err_mm, ..._p10, ..._p90, ..._max, tail_max_pos_err_mm, converged_fraction,
-per_episode}``, ``models.NAME.calibration``, ``missing``; with ``plots``, Fig. 12-style PNGs (estimate
-against truth per axis, and the errors against time).
+per_episode}``, ``models.NAME.calibration``, ``missing``, the Act-FIGNet ``checkpoint`` tracked with (None when
+not); with ``plots``, Fig. 12-style PNGs (estimate against truth per axis, and the errors against time).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from contactkit.estimation.tracking import (
     calibrate_noise,
     track,
 )
-from contactkit.eval.exp_mpc_insertion import InsertionBudget, build_models, known_models
+from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
 from contactkit.scene import Scene
@@ -233,6 +233,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     configurations = result["models"][quoted]["configurations"]
     perturbed = configurations[TrackingMode.PERTURBED_INIT.value]
     result.update({
+        "checkpoint": str(act_fignet_checkpoint(planning)) if "act-fignet" in models else None,
         "quoted_model": quoted,
         "perturbed_final_pos_err_mm": perturbed["final_pos_err_mm"],
         "perturbed_final_pos_err_mm_p90": perturbed["final_pos_err_mm_p90"],
