@@ -4,7 +4,7 @@ act-fignet §IV-A and Table IV: the agent replans every 5 control steps with hor
 iterations, i.e. 250 batched model steps of 20 sequences per replan; the issue's goal for the learned model is
 ≤ 1 s on CPU. ``contactkit experiment mpc-insertion`` reports replan times only for the models whose episodes it
 runs; this benchmark times every model that can be built (:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`,
-Act-FIGNet from ``--checkpoint`` or the default places) on the same starts, including a learned model whose full
+Act-FIGNet from ``--checkpoint`` or the default places) from the same states, including a learned model whose full
 episodes would take hours on CPU. A checkpoint comes from ``contactkit train --model act-fignet --out
 runs/act-fignet ...`` on target-world data, or from ``contactkit experiment prediction-accuracy``; the replan time
 depends on the model's size and on how many contact edges its rollouts build, on its training only through those.
