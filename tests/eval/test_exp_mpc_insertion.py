@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from contactkit.errors import ContactkitError, InvalidInputError
@@ -116,7 +117,6 @@ def test_unknown_model_name_is_refused_before_any_episode():
 def test_the_planner_stream_is_not_an_episode_start_stream():
     """Episode seeds are plain integers (``env.reset(seed=...)``); no pairing's planner may draw the same numbers
     as any episode start of the run (``[0, 0]`` and ``0`` are one NumPy stream)."""
-    import numpy as np
 
     budget = exp.FULL_BUDGET
     for seed in (0, 1):

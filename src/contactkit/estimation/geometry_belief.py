@@ -117,9 +117,9 @@ def window_steps(forces: np.ndarray, horizon: int = HORIZON, memory: int = 0) ->
     if forces.ndim != 1 or horizon < 1 or memory < 0:
         raise InvalidInputError(f"window_steps: forces must be (T,), horizon >= 1 and memory >= 0; got shape "
                                 f"{forces.shape}, horizon={horizon}, memory={memory}")
-    recent = np.arange(max(len(forces) - horizon, 0), len(forces))
-    earlier = np.flatnonzero(forces[:recent[0] if len(recent) else 0] > MEASURED_CONTACT)
-    return np.concatenate([earlier[max(len(earlier) - memory, 0):], recent])
+    start = max(len(forces) - horizon, 0)
+    earlier = np.flatnonzero(forces[:start] > MEASURED_CONTACT)
+    return np.concatenate([earlier[max(len(earlier) - memory, 0):], np.arange(start, len(forces))])
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from contactkit.eval.exp_mpc_insertion import (
     act_fignet_checkpoint,
     build_models,
     planner_rng,
+    run_episode,
 )
 from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
@@ -83,23 +84,15 @@ class ReplanPoint:
 
 
 def reference_points(env: PegInsertionEnv, agent: MPCAgent, seed: int, points: int, pairing: str) -> list[ReplanPoint]:
-    """Run ``agent`` through the episode of ``env`` from the start of ``seed``; the states at ``points`` of its
-    replans, evenly spread from the first to the last (fewer if the episode replanned fewer times)."""
-    obs, _ = env.reset(seed=seed)
-    state, wrench = split_observation(obs)
-    agent.reset(state)
-    states, forces = [state], [float(np.linalg.norm(wrench[:3]))]
-    while True:
-        obs, _, terminated, truncated, _ = env.step(agent.act(states[-1]))
-        if terminated or truncated:
-            break
-        state, wrench = split_observation(obs)
-        states.append(state)
-        forces.append(float(np.linalg.norm(wrench[:3])))
-    every = agent.config.icem.replan_every
-    replans = np.arange(0, len(states), every)
+    """Run ``agent`` through the episode of ``env`` from the start of ``seed`` (:func:`run_episode`); the states at
+    ``points`` of its replans, evenly spread from the first to the last (fewer if it replanned fewer times)."""
+    observations: list = []
+    run_episode(env, agent, seed, pairing, observations)
+    states, wrenches = zip(*(split_observation(obs) for obs in observations), strict=True)
+    replans = np.arange(0, len(states), agent.config.icem.replan_every)
     chosen = np.unique(replans[np.linspace(0, len(replans) - 1, points).round().astype(int)])
-    return [ReplanPoint(pairing, int(t), stack_states(states[:t + 1]), forces[t] > CONTACT_FORCE_N) for t in chosen]
+    return [ReplanPoint(pairing, int(t), stack_states(list(states[:t + 1])),
+                        bool(np.linalg.norm(wrenches[t][:3]) > CONTACT_FORCE_N)) for t in chosen]
 
 
 def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.random.Generator) -> float:

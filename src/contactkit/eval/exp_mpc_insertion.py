@@ -226,14 +226,18 @@ def planner_rng(seed: int, p_index: int) -> np.random.Generator:
     return np.random.default_rng([seed, p_index, 1])
 
 
-def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str = "") -> EpisodeRecord:
-    """Roll out ``agent`` in ``env`` from the initial state of ``seed`` until success or truncation."""
+def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str = "",
+                observations: list | None = None) -> EpisodeRecord:
+    """Roll out ``agent`` in ``env`` from the initial state of ``seed`` until success or truncation; the observation
+    ``(19,)`` each action was chosen from is appended to ``observations`` when given."""
     obs, info = env.reset(seed=seed)
     agent.reset(split_observation(obs)[0])
     first_replan = len(agent.replan_seconds)
     rewards, halfway = [], info["halfway"]
     terminated = truncated = False
     while not (terminated or truncated):
+        if observations is not None:
+            observations.append(obs)
         action = agent.act(split_observation(obs)[0])
         obs, reward, terminated, truncated, info = env.step(action)
         rewards.append(reward)
