@@ -56,10 +56,23 @@ def test_train_without_val_splits_episodes_and_resumes(data, tmp_path):
     assert load_checkpoint(out / "last.safetensors").train_state["step"] == 2
 
 
+def test_several_val_files_and_the_collision_radius(data, tmp_path):
+    out = tmp_path / "run"
+    r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--val", str(data / "val.h5"),
+                            "--val", str(data / "train.h5"), "--steps", "1", "--collision-radius", "0.001",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "24 training and 48 validation windows" in r.output  # 2 episodes of 12 windows in each file
+    assert load_checkpoint(out / "best.safetensors").model_config.graph.collision_radius == 0.001
+
+
 def test_bad_arguments_are_clear_errors(data, tmp_path):
     r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--out", str(tmp_path), "--model", "gnn"])
     assert r.exit_code == 2 and "gnn" in r.output and "act-fignet" in r.output
     r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--out", str(tmp_path), "--config", "huge"])
     assert r.exit_code == 2 and "huge" in r.output
+    r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--out", str(tmp_path),
+                            "--collision-radius", "-1"])
+    assert r.exit_code == 2 and "collision_radius" in r.output
     r = runner.invoke(app, ["evaluate", "--model", str(tmp_path / "none"), "--data", str(data / "val.h5")])
     assert r.exit_code == 2 and "does not exist" in r.output and "Traceback" not in r.output

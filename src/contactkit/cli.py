@@ -144,13 +144,13 @@ VAL_FRACTION = 0.1
 """Episodes held out for validation when ``contactkit train`` is given no ``--val`` file."""
 
 
-def _train_sets(data: list[Path], val: Path | None, seed: int):
+def _train_sets(data: list[Path], val: list[Path] | None, seed: int):
     """Training and validation :class:`~contactkit.eval.predict_eval.TrainingData` (a split when no ``--val``)."""
     from contactkit.data.reader import open_dataset
     from contactkit.data.windows import split_by_episode
     from contactkit.eval.predict_eval import training_data
 
-    if val is not None:
+    if val:
         return training_data(data), training_data(val)
     n = 0
     for path in data:
@@ -170,7 +170,8 @@ def _val_text(p) -> str:
 def train(
     data: Annotated[list[Path], typer.Option(help="training HDF5 file(s); repeat --data for several")],
     out: Annotated[Path, typer.Option(help="output folder for checkpoints (resumed if it holds a run)")],
-    val: Annotated[Path | None, typer.Option(help="validation HDF5 file (default: 10 % of the episodes)")] = None,
+    val: Annotated[list[Path] | None, typer.Option(
+        help="validation HDF5 file(s); repeat --val for several (default: 10 % of the episodes)")] = None,
     model: Annotated[str, typer.Option(help="act-fignet | fignet-plus")] = "act-fignet",
     config: Annotated[str, typer.Option(help="preset: small (2 CPUs, < 30 min) | paper (Table II)")] = "small",
     steps: Annotated[int | None, typer.Option(help="optimisation steps (default: the preset's)")] = None,
@@ -178,6 +179,8 @@ def train(
     threads: Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for these small graphs)")] = 1,
     seed: int = 0,
     resume: Annotated[bool, typer.Option(help="continue from OUT/last.safetensors if present")] = True,
+    collision_radius: Annotated[float | None, typer.Option(
+        help="face-interaction radius in metres (paper App. Table III compares 0.001 and 0.01; default 0.01)")] = None,
 ) -> None:
     """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation."""
     import dataclasses
@@ -194,7 +197,8 @@ def train(
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
         cfg = TrainConfig.preset(config, seed=seed, **({"num_steps": steps} if steps is not None else {}))
-        graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]))
+        graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
+                                    **({"collision_radius": collision_radius} if collision_radius is not None else {}))
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
         train_set, val_set = _train_sets(data, val, seed)
         console.print(f"{model} ({config}): {len(train_set.windows)} training and {len(val_set.windows)} "
@@ -305,6 +309,11 @@ def benchmark(
              options={"checkpoint": str(checkpoint) if checkpoint else None})
 
 
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as a tuple of names (None when not given)."""
+    return tuple(m.strip() for m in text.split(",")) if text else None
+
+
 @app.command()
 def experiment(
     name: str,
@@ -319,10 +328,14 @@ def experiment(
     checkpoint: Annotated[
         Path | None, typer.Option(help="mpc-insertion, pf-tracking: the Act-FIGNet checkpoint")
     ] = None,
+    episodes: Annotated[int | None, typer.Option(
+        help="mpc-insertion: episodes per pairing (a partial run: written to --json only)")] = None,
+    pairings: Annotated[str | None, typer.Option(
+        help="mpc-insertion: comma-separated pairings (a partial run: written to --json only)")] = None,
 ) -> None:
     """Reproduce a paper experiment (full runs are stored in docs/results/NAME.json)."""
-    options = {"models": tuple(m.strip() for m in models.split(",")) if models else None,
-               "checkpoint": str(checkpoint) if checkpoint else None}
+    options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
+               "episodes": episodes, "pairings": _names(pairings)}
     _measure("experiment", name, quick, json_path, seed, device, plots, options)
 
 

@@ -120,8 +120,27 @@ def test_the_planner_stream_is_not_an_episode_start_stream():
 
     budget = exp.FULL_BUDGET
     for seed in (0, 1):
-        starts = {float(np.random.default_rng(seed * 1000 + 100 * p + e).random())
-                  for p in range(len(budget.pairings)) for e in range(budget.episodes_per_pairing)}
-        planners = {float(exp.planner_rng(seed, p).random()) for p in range(len(budget.pairings))}
+        starts = {float(np.random.default_rng(exp.episode_seed(seed, p, e)).random())
+                  for p in budget.pairings for e in range(budget.episodes_per_pairing)}
+        planners = {float(exp.planner_rng(seed, exp.pairing_index(p)).random()) for p in budget.pairings}
         assert len(planners) == len(budget.pairings)
         assert not planners & starts
+
+
+def test_a_run_of_some_pairings_repeats_those_episodes_of_the_whole_run():
+    """Starts and planner streams are keyed by the pairing, not its place in the run: ``--pairings`` and
+    ``--episodes`` cut the full run down without changing the episodes that remain, and mark it partial."""
+    budget = replace(TINY, models=("ground-truth",), episodes_per_pairing=2)
+    whole = exp.run(quick=False, budget=budget)
+    part = exp.run(quick=False, budget=budget, pairings=("circle-in-square",), episodes=1)
+    assert not whole["partial"] and part["partial"]
+    in_whole = [e for e in whole["models"]["ground-truth"]["per_episode"] if e["pairing"] == "circle-in-square"]
+    assert part["models"]["ground-truth"]["per_episode"] == in_whole[:1]
+    assert tuple(part["budget"]["pairings"]) == ("circle-in-square",) and part["budget"]["episodes_per_pairing"] == 1
+
+
+@pytest.mark.parametrize(("episodes", "pairings", "match"),
+                         [(0, None, "episodes"), (None, ("square", "pentagon"), "pentagon"), (None, (), "pairings")])
+def test_a_bad_cut_down_is_refused(episodes, pairings, match):
+    with pytest.raises(InvalidInputError, match=match):
+        exp.run(quick=True, budget=TINY, episodes=episodes, pairings=pairings)

@@ -52,6 +52,15 @@ def test_quick_run_is_not_stored(fake, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_partial_run_goes_to_json_only(fake, tmp_path, monkeypatch):
+    module = sys.modules["_ck_test_fake_own"]
+    full_run = module.run
+    monkeypatch.setattr(module, "run", lambda quick, seed, device: {**full_run(quick, seed, device), "partial": True})
+    out = tmp_path / "out.json"
+    harness.run_measurement("benchmark", "fake-own", quick=False, results_dir=tmp_path / "results", json_path=str(out))
+    assert json.loads(out.read_text())["partial"] and not (tmp_path / "results").exists()
+
+
 def test_results_page_uses_the_modules_table_else_the_generic_one(fake, tmp_path):
     for name in ("fake-own", "fake-plain"):
         harness.run_measurement("benchmark", name, quick=False, results_dir=tmp_path)

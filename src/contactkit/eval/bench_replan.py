@@ -38,6 +38,8 @@ from contactkit.eval.exp_mpc_insertion import (
     InsertionBudget,
     act_fignet_checkpoint,
     build_models,
+    episode_seed,
+    pairing_index,
     planner_rng,
     run_episode,
 )
@@ -107,7 +109,7 @@ def measure(budget: InsertionBudget, points: int, seed: int,
             device: str) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
     """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent."""
     params, times, chosen, missing = WorldParams(), {}, [], []
-    for p_index, pairing in enumerate(budget.pairings):
+    for pairing in budget.pairings:
         env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
@@ -115,11 +117,11 @@ def measure(budget: InsertionBudget, points: int, seed: int,
         if REFERENCE not in models:
             raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
                                     f"this budget builds {sorted(models)}")
-        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, p_index))
-        here = reference_points(env, reference, seed * 1000 + 100 * p_index, points, pairing)
+        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, pairing_index(pairing)))
+        here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
         chosen += here
         for name, model in models.items():
-            rng = planner_rng(seed, p_index)
+            rng = planner_rng(seed, pairing_index(pairing))
             times.setdefault(name, []).extend(time_replan(model, config, env.scene, p, rng) for p in here)
     return times, chosen, missing
 

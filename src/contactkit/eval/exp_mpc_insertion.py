@@ -46,6 +46,8 @@ __all__ = [
     "evaluate",
     "plot_reward_curves",
     "plot_success_rates",
+    "episode_seed",
+    "pairing_index",
     "planner_rng",
     "run",
     "run_episode",
@@ -217,8 +219,20 @@ class EpisodeRecord:
     replan_s: tuple[float, ...]
 
 
+def pairing_index(pairing: str) -> int:
+    """Position of ``pairing`` in :data:`INSERTION_PAIRINGS`: it keys the pairing's planner stream and episode
+    starts, so a run of some pairings plans from the same starts with the same stream as the full run."""
+    return list(INSERTION_PAIRINGS).index(pairing)
+
+
+def episode_seed(seed: int, pairing: str, episode: int) -> int:
+    """``env.reset`` seed of episode ``episode`` of ``pairing`` in the run of ``seed``."""
+    return seed * 1000 + 100 * pairing_index(pairing) + episode
+
+
 def planner_rng(seed: int, p_index: int) -> np.random.Generator:
-    """The iCEM sampling stream of pairing ``p_index`` (every model's agent on that pairing draws the same one).
+    """The iCEM sampling stream of the pairing at ``p_index`` (:func:`pairing_index`); every model's agent on that
+    pairing draws the same one.
 
     Tagged with a trailing 1: NumPy's ``SeedSequence`` ignores trailing zeros, so ``[seed, 0]`` would be the stream
     of ``env.reset(seed=seed)``, which samples the initial state of the first episode of pairing 0.
@@ -285,7 +299,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
     wall: dict[str, float] = {}
     missing: list[dict] = []
     names: tuple[str, ...] | None = None
-    for p_index, pairing in enumerate(budget.pairings):
+    for pairing in budget.pairings:
         env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
@@ -298,9 +312,9 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
                                   f"{pairing!r}: {gone}")
         for name, model in models.items():
             started = time.perf_counter()
-            agent = MPCAgent(model, config, env.scene, planner_rng(seed, p_index))
+            agent = MPCAgent(model, config, env.scene, planner_rng(seed, pairing_index(pairing)))
             for episode in range(budget.episodes_per_pairing):
-                record = run_episode(env, agent, seed * 1000 + 100 * p_index + episode, pairing)
+                record = run_episode(env, agent, episode_seed(seed, pairing, episode), pairing)
                 records.setdefault(name, []).append(record)
                 _LOG.info("%s %s episode %d: success=%s steps=%d distance=%.1f mm replan=%.3f s wall=%.0f s",
                           name, pairing, episode, record.success, record.steps, record.final_distance_mm,
@@ -362,22 +376,46 @@ def plot_reward_curves(records: dict[str, list[EpisodeRecord]], max_steps: int, 
     return save_figure(fig, out)
 
 
+def _restricted(budget: InsertionBudget, episodes: int | None, pairings: tuple[str, ...] | None) -> InsertionBudget:
+    """``budget`` with ``episodes`` per pairing and only ``pairings`` (each None: unchanged).
+
+    Raises:
+        InvalidInputError: fewer than one episode, or a pairing that is not one of :data:`INSERTION_PAIRINGS`.
+    """
+    if episodes is not None:
+        if not (isinstance(episodes, int) and episodes >= 1):
+            raise InvalidInputError(f"episodes per pairing must be an integer >= 1, got {episodes!r}")
+        budget = replace(budget, episodes_per_pairing=episodes)
+    if pairings is not None:
+        unknown = sorted(set(pairings) - set(INSERTION_PAIRINGS))
+        if unknown or not pairings:
+            raise InvalidInputError(f"unknown pairings {unknown or list(pairings)}; "
+                                    f"available: {list(INSERTION_PAIRINGS)}")
+        budget = replace(budget, pairings=tuple(pairings))
+    return budget
+
+
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: InsertionBudget | None = None, checkpoint: str | Path | None = None,
-        models: tuple[str, ...] | None = None) -> dict:
+        models: tuple[str, ...] | None = None, episodes: int | None = None,
+        pairings: tuple[str, ...] | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` names the Act-FIGNet
     checkpoint to plan with (default: the first of :data:`ACT_FIGNET_CHECKPOINTS` that exists); ``models``
     (names of :data:`MODEL_FACTORIES`) restricts the models planned with (the others are listed as missing).
+    ``episodes`` (per pairing) and ``pairings`` (keys of :data:`INSERTION_PAIRINGS`) cut the run down, same
+    agent and episode starts: the result is then ``"partial"`` (the harness does not store it as the full run).
     """
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
     if models is not None:
         budget = replace(budget, models=known_models(models))
+    budget = _restricted(budget, episodes, pairings)
     records, wall, missing = evaluate(budget, seed, device)
     result = {
+        "partial": episodes is not None or pairings is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
         "missing": missing,
         "budget": asdict(budget),

@@ -2,7 +2,9 @@
 
 A measurement module exposes ``run(quick: bool, seed: int, device: str) -> dict``. The harness adds the
 command line, seed, package versions and machine, writes ``--json`` when asked, and for a full run (not
-``--quick``) stores ``docs/results/NAME.json`` from which ``contactkit results`` builds docs/RESULTS.md.
+``--quick``) stores ``docs/results/NAME.json`` from which ``contactkit results`` builds docs/RESULTS.md. A
+result that says ``"partial": true`` (a run restricted by options, e.g. mpc-insertion's ``--episodes``) is not
+a full run: it goes to ``--json`` only, so it never replaces the stored full run.
 A module may also expose ``markdown(result) -> str``, its own table of the result: the harness then writes it
 next to every JSON it writes (``NAME.md``), and ``contactkit results`` shows it instead of the generic tables.
 """
@@ -118,7 +120,8 @@ def run_measurement(
         "provenance": {**provenance(seed, quick), "wall_s": time.perf_counter() - started},
     }
     table = markdown_of(result)
-    targets = ([Path(json_path)] if json_path else []) + ([Path(results_dir) / f"{name}.json"] if not quick else [])
+    full = not quick and not result.get("partial", False)
+    targets = ([Path(json_path)] if json_path else []) + ([Path(results_dir) / f"{name}.json"] if full else [])
     for path in targets:
         atomic_write_json(path, result)
         if table is not None:
