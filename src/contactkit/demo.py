@@ -185,7 +185,8 @@ def _estimate(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     """One ``env`` placement case with each compared method (the placement experiment's code, one case)."""
     from contactkit.eval.exp_placement import COMPARED, PlacementConfig, run_experiment
 
-    config = PlacementConfig(tasks=(ESTIMATE_TASK,), methods=tuple(m.value for m in COMPARED), n_cases=1, workers=1)
+    config = PlacementConfig(tasks=(ESTIMATE_TASK,), methods=tuple(m.value for m in COMPARED), n_cases=1, repeats=1,
+                             workers=1)
     result = run_experiment(config, seed, plots=out / "placement")
     entry = result["tasks"][ESTIMATE_TASK]
     rows = []

@@ -1,6 +1,7 @@
 """Placement experiment, smoke run: one task, one case, a short episode and small beliefs. Checks the issue's keys
 and their ranges, the gradient-check bar, the figures, and the confidence interval against its closed form."""
 
+import dataclasses
 import inspect
 import json
 import math
@@ -9,12 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from contactkit.errors import InvalidInputError
 from contactkit.estimation.geometry_belief import ParticleFilterConfig
 from contactkit.eval import exp_placement
 from contactkit.eval.exp_placement import Method, PlacementConfig, Stream, interval95, run_experiment, stream_key
 
-TINY = PlacementConfig(tasks=("shape",), n_cases=1, steps=14, n_estimates=3, pf=ParticleFilterConfig(n_particles=6),
-                       workers=1)
+TINY = PlacementConfig(tasks=("shape",), n_cases=1, repeats=1, steps=14, n_estimates=3,
+                       pf=ParticleFilterConfig(n_particles=6), workers=1)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,30 @@ def test_markdown_tabulates_every_method_and_the_ordering(tiny_result):
     assert lowest.strip() == str(shape["ours"]["mean"] < min(shape["particle-filter"]["mean"],
                                                             shape["heuristic"]["mean"]))
     assert rule.count("|") == header.count("|")
+
+
+def test_repeat_r_is_the_run_of_seed_plus_r_and_the_headline_pools_them():
+    """The full run draws the protocol's cases once per seed: its repeat r equals the one-seed run of ``seed + r``
+    (same hidden geometries, same episodes), and the headline mean pools the seeds' cases."""
+    config = dataclasses.replace(TINY, methods=("ours", "particle-filter", "heuristic"))
+    pooled = run_experiment(dataclasses.replace(config, repeats=2), seed=0)
+    assert pooled["seeds"] == [0, 1] and pooled["config"]["repeats"] == 2
+    for r, seed in enumerate(pooled["seeds"]):
+        alone = run_experiment(config, seed=seed)["tasks"]["shape"]
+        entry = pooled["tasks"]["shape"]
+        assert entry["theta_gt"][r] == alone["theta_gt"][0]
+        for method in config.methods:
+            assert entry[method]["errors"][r] == alone[method]["errors"][0]
+            assert entry[method]["seed_means"][r] == alone[method]["mean"]
+    for method in config.methods:
+        e = pooled["tasks"]["shape"][method]
+        assert e["mean"] == pytest.approx(np.mean(e["seed_means"]))
+    per_seed = pooled["ordering_holds_per_seed"]["shape"]
+    assert len(per_seed) == 2 and all(isinstance(v, bool) for v in per_seed)
+    table = exp_placement.markdown(pooled)
+    assert "| shape | 0 |" in table and "| shape | 1 |" in table
+    with pytest.raises(InvalidInputError, match="repeats"):
+        run_experiment(dataclasses.replace(config, repeats=0))
 
 
 def test_no_two_random_streams_of_the_experiment_coincide():
