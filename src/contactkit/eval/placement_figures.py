@@ -35,9 +35,9 @@ def _fig4(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def _traces(task: str, names: list[str], runs: dict, path: Path) -> None:
+def _traces(task: str, names: list[str], runs: dict, case_label, path: Path) -> None:
     """Figs. 5–7: estimates over time of ours and the particle filter (all particles thin) on the case where the
-    two differ most at release, with the ground truth dashed."""
+    two differ most at release, with the ground truth dashed; ``case_label(k)`` names the ``k``-th case."""
     import matplotlib.pyplot as plt
 
     ours, pf = runs[Method.OURS.value], runs[Method.PARTICLE_FILTER.value]
@@ -55,7 +55,7 @@ def _traces(task: str, names: list[str], runs: dict, path: Path) -> None:
             ax.axhline(1e3 * episode.theta_gt[j], color="k", ls="--", lw=1, label="ground truth")
             ax.set_ylabel(f"{names[j]} [mm]")
             if j == 0:
-                ax.set_title(f"{task}: {label}, case #{case}, error {episode.error:.2f}")
+                ax.set_title(f"{task}: {label}, {case_label(case)}, error {episode.error:.2f}")
         axes[-1, col].set_xlabel("timestep")
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
@@ -71,8 +71,13 @@ def plot_placement(result: dict, episodes: dict, out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     names = ["fig4_release_error.png"]
     _fig4(result, out / names[0])
+    seeds, n = result.get("seeds", [0]), result["config"]["n_cases"]
+
+    def case_label(k: int) -> str:  # the k-th of the pooled cases: seed seeds[k // n], that seed's case k % n
+        return f"seed {seeds[k // n]}, case #{k % n}"
+
     for task in result["tasks"]:
         runs = {m.value: episodes[(task, m.value)] for m in (Method.OURS, Method.PARTICLE_FILTER)}
         names.append(f"traces_{task}.png")
-        _traces(task, result["tasks"][task]["params"], runs, out / names[-1])
+        _traces(task, result["tasks"][task]["params"], runs, case_label, out / names[-1])
     return names
