@@ -122,7 +122,7 @@ def test_the_planner_stream_is_not_an_episode_start_stream():
     for seed in (0, 1):
         starts = {float(np.random.default_rng(exp.episode_seed(seed, p, e)).random())
                   for p in budget.pairings for e in range(budget.episodes_per_pairing)}
-        planners = {float(exp.planner_rng(seed, exp.pairing_index(p)).random()) for p in budget.pairings}
+        planners = {float(exp.planner_rng(seed, p).random()) for p in budget.pairings}
         assert len(planners) == len(budget.pairings)
         assert not planners & starts
 

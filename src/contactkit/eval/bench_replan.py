@@ -39,7 +39,6 @@ from contactkit.eval.exp_mpc_insertion import (
     act_fignet_checkpoint,
     build_models,
     episode_seed,
-    pairing_index,
     planner_rng,
     run_episode,
 )
@@ -117,11 +116,11 @@ def measure(budget: InsertionBudget, points: int, seed: int,
         if REFERENCE not in models:
             raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
                                     f"this budget builds {sorted(models)}")
-        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, pairing_index(pairing)))
+        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, pairing))
         here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
         chosen += here
         for name, model in models.items():
-            rng = planner_rng(seed, pairing_index(pairing))
+            rng = planner_rng(seed, pairing)
             times.setdefault(name, []).extend(time_replan(model, config, env.scene, p, rng) for p in here)
     return times, chosen, missing
 

@@ -227,14 +227,14 @@ def episode_seed(seed: int, pairing: str, episode: int) -> int:
     return seed * 1000 + 100 * pairing_index(pairing) + episode
 
 
-def planner_rng(seed: int, p_index: int) -> np.random.Generator:
-    """The iCEM sampling stream of the pairing at ``p_index`` (:func:`pairing_index`); every model's agent on that
-    pairing draws the same one.
+def planner_rng(seed: int, pairing: str) -> np.random.Generator:
+    """The iCEM sampling stream of ``pairing`` in the run of ``seed``, keyed by :func:`pairing_index`; every model's
+    agent on that pairing draws the same one.
 
     Tagged with a trailing 1: NumPy's ``SeedSequence`` ignores trailing zeros, so ``[seed, 0]`` would be the stream
     of ``env.reset(seed=seed)``, which samples the initial state of the first episode of pairing 0.
     """
-    return np.random.default_rng([seed, p_index, 1])
+    return np.random.default_rng([seed, pairing_index(pairing), 1])
 
 
 def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str = "",
@@ -309,7 +309,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
                                   f"{pairing!r}: {gone}")
         for name, model in models.items():
             started = time.perf_counter()
-            agent = MPCAgent(model, config, env.scene, planner_rng(seed, pairing_index(pairing)))
+            agent = MPCAgent(model, config, env.scene, planner_rng(seed, pairing))
             for episode in range(budget.episodes_per_pairing):
                 record = run_episode(env, agent, episode_seed(seed, pairing, episode), pairing)
                 records.setdefault(name, []).append(record)

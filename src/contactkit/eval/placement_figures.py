@@ -3,6 +3,7 @@ method) and Figs. 5–7 (estimates over time of ours and the particle filter).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ def _fig4(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def _traces(task: str, names: list[str], runs: dict, case_label, path: Path) -> None:
+def _traces(task: str, names: list[str], runs: dict, case_label: Callable[[int], str], path: Path) -> None:
     """Figs. 5–7: estimates over time of ours and the particle filter (all particles thin) on the case where the
     two differ most at release, with the ground truth dashed; ``case_label(k)`` names the ``k``-th case."""
     import matplotlib.pyplot as plt
@@ -71,7 +72,7 @@ def plot_placement(result: dict, episodes: dict, out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     names = ["fig4_release_error.png"]
     _fig4(result, out / names[0])
-    seeds, n = result.get("seeds", [0]), result["config"]["n_cases"]
+    seeds, n = result["seeds"], result["config"]["n_cases"]
 
     def case_label(k: int) -> str:  # the k-th of the pooled cases: seed seeds[k // n], that seed's case k % n
         return f"seed {seeds[k // n]}, case #{k % n}"
