@@ -41,7 +41,7 @@ from contactkit.state import BodyState
 from contactkit.tasks.scenes import peg_in_hole
 
 SUCCESS_DISTANCE_M = 0.002
-"""Paper 0 §IV-A: success when the tool tip is within 2 mm of the slot bottom."""
+"""Act-FIGNet paper §IV-A: success when the tool tip is within 2 mm of the slot bottom."""
 INSERTION_CASES = (
     ("triangle", None),
     ("square", None),

@@ -25,7 +25,7 @@ class WorldParams:
 
     Attributes:
         timestep: physics step [s].
-        n_substeps: physics steps per control step (paper 0: 25); control period = timestep·n_substeps.
+        n_substeps: physics steps per control step (Act-FIGNet paper: 25); control period = timestep·n_substeps.
         friction_scale: multiplies every sliding friction coefficient of the scene.
         mass_scale: multiplies the tool mass and inertia (the controller still compensates the nominal weight).
         solref: MuJoCo contact ``(timeconst [s], dampratio)``.
@@ -33,7 +33,7 @@ class WorldParams:
         linear_damping: viscous damping on the tool's translation [N·s/m].
         angular_damping: viscous damping on the tool's rotation [N·m·s/rad].
         wrist_armature: reflected rotational inertia of the robot's wrist added to the tool's three
-            rotational degrees of freedom [kg·m²] (paper 0 App. D tunes armature for the same reason: a
+            rotational degrees of freedom [kg·m²] (Act-FIGNet paper App. D tunes armature for the same reason: a
             tool alone is far lighter than the wrist that holds it, and its rotation would be unrealistically stiff).
         gravity: whether gravity (−9.81 m/s² along z) acts.
         ft_noise_std: ``(6,)`` standard deviation of white noise on the F/T reading [N, N·m].

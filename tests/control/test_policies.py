@@ -1,4 +1,4 @@
-"""Policies of paper 0 App. E: limits, determinism, geometry of the paths."""
+"""Policies of the Act-FIGNet paper, App. E: limits, determinism, geometry of the paths."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Box-friction MLCP (paper 4 eqs 5, 7, 8): projected Gauss-Seidel against Lemke pivoting."""
+"""Box-friction MLCP (pushing paper eqs 5, 7, 8): projected Gauss-Seidel against Lemke pivoting."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Coulomb-cone nonlinear block SOR (paper 1 Algorithm 1): conditions, agreement, relaxation, caps."""
+"""Coulomb-cone nonlinear block SOR (tight-tolerance paper Algorithm 1): conditions, agreement, relaxation, caps."""
 
 from __future__ import annotations
 

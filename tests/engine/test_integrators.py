@@ -1,4 +1,4 @@
-"""Integrators (paper 1 eq 1): PMI passivity and accuracy, semi-implicit Euler, position correction."""
+"""Integrators (tight-tolerance paper eq 1): PMI passivity and accuracy, semi-implicit Euler, position correction."""
 
 from __future__ import annotations
 

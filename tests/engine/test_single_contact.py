@@ -1,4 +1,4 @@
-"""Exact single-contact Coulomb solver (paper 1 §III-C): opening / stick / slip, oracles and invariants."""
+"""Exact single-contact Coulomb solver (tight-tolerance paper §III-C): opening / stick / slip, oracles, invariants."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_random_anisotropic_problems_satisfy_all_conditions():
 
 
 def test_slip_friction_minimises_energy_over_the_disk():
-    # Maximum dissipation (paper 1 eq 7): for the solution's λ_n, the friction minimises the
+    # Maximum dissipation (tight-tolerance paper eq 7): for the solution's λ_n, the friction minimises the
     # end-of-step kinetic energy ½λᵀWλ + bᵀλ over the disk ‖λ_t‖ ≤ μλ_n (check on a fine polar grid).
     rng = np.random.default_rng(2)
     found = 0

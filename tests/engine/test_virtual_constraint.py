@@ -1,4 +1,4 @@
-"""C-space virtual constraint (paper 1 §IV-B/C, eq 8, Algorithm 1 lines 7-13) with analytic h(q)."""
+"""C-space virtual constraint (tight-tolerance paper §IV-B/C, eq 8, Algorithm 1 lines 7-13) with analytic h(q)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 The controller acts on the tool frame origin: ``f = K_p (p* − p) − D_p v + f_g`` and
 ``τ = K_r φ(q* q⁻¹) − D_r ω`` with ``φ`` the rotation vector of the orientation error (world frame),
 ``D = 2 ζ sqrt(K m)`` per axis and ``f_g`` the nominal weight (gravity compensation). Force and torque
-are clipped to the gains' norm limits. This is the operational-space law of robosuite's OSC (paper 0,
-footnote 3) without the arm: the tool is the only body (paper 0 §III-B).
+are clipped to the gains' norm limits. This is the operational-space law of robosuite's OSC (Act-FIGNet paper,
+footnote 3) without the arm: the tool is the only body (Act-FIGNet paper §III-B).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scripted and random policies of paper 0, Appendix E, acting through the impedance controller.
+"""Scripted and random policies of the Act-FIGNet paper, Appendix E, acting through the impedance controller.
 
 Every policy emits ``POSE_DELTA`` actions: a displacement of the impedance target from the current pose
 (position [m], rotation vector [rad], world frame). A policy is planned once per episode by ``reset``
@@ -40,7 +40,7 @@ def _upright_correction(state: BodyState, scene: Scene, gain: float) -> np.ndarr
 
 @dataclass(frozen=True)
 class SplineConfig:
-    """Random cubic-spline actions (paper 0 App. E-a).
+    """Random cubic-spline actions (Act-FIGNet paper App. E-a).
 
     Attributes:
         n_steps: episode length the spline covers [control steps].
@@ -100,7 +100,7 @@ class RandomSplinePolicy:
 
 @dataclass(frozen=True)
 class SpiralConfig:
-    """Spiral-search insertion with a constant downward push (paper 0 App. E-b).
+    """Spiral-search insertion with a constant downward push (Act-FIGNet paper App. E-b).
 
     Attributes:
         descend_step: target displacement per step while descending to the surface [m].
@@ -162,7 +162,7 @@ class SpiralPolicy:
 
 @dataclass(frozen=True)
 class CircleConfig:
-    """Circular paths around the hole's perimeter (paper 0 App. E-c).
+    """Circular paths around the hole's perimeter (Act-FIGNet paper App. E-c).
 
     Attributes:
         circles: revolutions per ``period_steps`` (1 slow, 3 fast in the paper).

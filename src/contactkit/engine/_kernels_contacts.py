@@ -1,5 +1,5 @@
 """Node-space contacts in numba: tool vertices against environment pieces and environment vertices against
-tool pieces (paper 1, data-driven-sim, §II and §III-A: contact nodes ``x_i`` with a penetration depth and
+tool pieces (tight-tolerance paper, §II and §III-A: contact nodes ``x_i`` with a penetration depth and
 a normal), for one tool pose per call.
 
 Why not :func:`contactkit.collision.contacts`: that query (COAL per piece pair, exact manifolds) costs

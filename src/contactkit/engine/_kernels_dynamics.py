@@ -1,6 +1,6 @@
 """Free motion of the tool in numba: the impedance law, the free velocity of one step, pose helpers.
 
-Coordinates of paper 1 eq 1: ``V = [v_com (world); ω (body)]``, ``M = diag(m I, J + a I)`` (``a``: the
+Coordinates of tight-tolerance paper eq 1: ``V = [v_com (world); ω (body)]``, ``M = diag(m I, J + a I)`` (``a``: the
 wrist armature of ``WorldParams``, as MuJoCo adds it to the free joint's rotational inertia). In one step of
 length ``h`` the tool feels
 
@@ -8,7 +8,7 @@ length ``h`` the tool feels
   stiffness explicitly, its damping implicitly while the force (torque) is below its limit, as MuJoCo's
   ``implicitfast`` treats actuator damping — or the commanded wrench, plus the gravity compensation;
 * gravity, and viscous damping on the origin's velocity and on ``ω`` (implicit);
-* the gyroscopic term in the passive-midpoint form of paper 1 eq 1, which conserves the kinetic energy of
+* the gyroscopic term in the passive-midpoint form of tight-tolerance paper eq 1, which conserves the kinetic energy of
   free rotation, so no spin rate destabilises it (an explicit ``ω × Jω`` diverges once ``|ω| h`` nears 1).
 
 Hence ``(M + hD) v_free = M V + h Q``, and the contact problem of the step sees the effective mass ``M + hD``.
@@ -172,7 +172,7 @@ def free_velocity(body, ctrl, settings, rot, quat, vel, origin, m_eff_inv):
     spin = body.gyro_inertia @ vel[3:]
     lhs = eff.copy()
     rhs = mass @ vel + h * q
-    # gyroscopic term in passive-midpoint form (paper 1 eq 1): (J - h/2 S(Jω)) ω⁺ = (J + h/2 S(Jω)) ω + h τ,
+    # gyroscopic term, passive midpoint (tight-tolerance paper eq 1): (J - h/2 S(Jω)) ω⁺ = (J + h/2 S(Jω)) ω + h τ,
     # energy-conserving and stable at any spin for both pose updates
     skew = 0.5 * h * np.array([[0.0, -spin[2], spin[1]], [spin[2], 0.0, -spin[0]], [-spin[1], spin[0], 0.0]])
     lhs[3:, 3:] -= skew

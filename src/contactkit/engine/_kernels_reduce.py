@@ -6,7 +6,7 @@ contact keeps its key while the same vertex touches the same piece — the warm 
 (:func:`warm_start`) matches impulses by key. The order matters: the solvers note that on coplanar contacts
 Gauss-Seidel can select among several valid Coulomb solutions by visiting order.
 
-Reduction (when more than ``max_contacts`` are found): the role of paper 1's contact clustering
+Reduction (when more than ``max_contacts`` are found): the role of the tight-tolerance paper's contact clustering
 (§III-B; learned there, geometric here). Contacts are visited deepest first (distances rounded to
 ``DEPTH_QUANTUM`` so that round-off does not reorder equal depths; ties by key); each joins the first
 cluster whose seed normal lies within ``cluster_angle`` of its own, or seeds a new cluster.

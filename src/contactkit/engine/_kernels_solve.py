@@ -6,14 +6,14 @@ has six velocities, so each solver keeps the body velocity ``v = v_free + M⁻¹
 velocity as ``J_i v``. A sweep over ``K`` contacts costs ``O(K)`` instead of ``O(K²)``. The algorithms are
 those of the reference solvers (tested against them):
 
-* :func:`solve_box` — projected Gauss-Seidel on the box-friction MLCP (paper 4 eqs 5, 7, 8), as
+* :func:`solve_box` — projected Gauss-Seidel on the box-friction MLCP (pushing paper eqs 5, 7, 8), as
   :class:`contactkit.engine.solvers.BoxPGS`;
 * :func:`solve_cone` — nonlinear block SOR with the exact single-contact Coulomb solve (opening, stick, slip
-  by bisection; paper 1 §III-C, Algorithm 1 lines 3–6), as :class:`contactkit.engine.solvers.ConeSOR`;
+  by bisection; tight-tolerance paper §III-C, Algorithm 1 lines 3–6), as :class:`contactkit.engine.solvers.ConeSOR`;
 * :func:`project_positions` — the split-impulse position projection of
   :func:`contactkit.engine.integrators.correct_position` by Gauss-Seidel on the normal rows.
 
-Generalized velocity ``V = [v_com (world); ω (body)]`` (paper 1 eq 1). Both solvers stop when a sweep
+Generalized velocity ``V = [v_com (world); ω (body)]`` (tight-tolerance paper eq 1). Both solvers stop when a sweep
 changes the velocity of no contact point by more than ``tol`` (bounded by ``|Δv| + |Δω|·lever`` with
 ``lever`` the largest distance of a contact from the centre of mass), or after ``max_iterations`` sweeps.
 Velocity, not impulse, is what converges: on redundant contacts (four corners on a plane) Gauss-Seidel
@@ -102,7 +102,7 @@ def _apply(m_inv_jt, i, r, delta, v):
 
 @njit(cache=True)
 def solve_box(count, jac, m_inv_jt, blocks, bias, mu, lam, v, max_iterations, tol, relaxation, lever):
-    """Projected Gauss-Seidel on the box MLCP (paper 4 eqs 7–8), warm-started from ``lam``.
+    """Projected Gauss-Seidel on the box MLCP (pushing paper eqs 7–8), warm-started from ``lam``.
 
     Args:
         count: contacts ``K``. jac, m_inv_jt: ``(K, 3, 6)``. blocks: ``(K, 3, 3)`` diagonal blocks of ``W``.
@@ -155,7 +155,7 @@ def invert3(w, out):
 
 @njit(cache=True)
 def single_contact(w, wi, mu, bn, bt1, bt2):
-    """Exact single-contact Coulomb impulse (paper 1 §III-C) for ``W = w (3, 3)`` and free velocity ``b``.
+    """Exact single-contact Coulomb impulse (tight-tolerance paper §III-C) for ``W = w (3, 3)`` and free velocity ``b``.
 
     The algorithm of :class:`contactkit.engine.solvers.cone_single.SingleContactOperator`: opening
     (``b_n ≥ 0``), stick (``λ = -W⁻¹b`` inside the cone), slip (bisection on ``s`` with the Schur complement).
@@ -201,7 +201,7 @@ def single_contact(w, wi, mu, bn, bt1, bt2):
 
 @njit(cache=True)
 def solve_cone(count, jac, m_inv_jt, blocks, bias, mu, lam, v, max_iterations, tol, relaxation, lever):
-    """Nonlinear block SOR over contacts (paper 1 Algorithm 1, lines 2–6), warm-started from ``lam``.
+    """Nonlinear block SOR over contacts (tight-tolerance paper Algorithm 1, lines 2–6), warm-started from ``lam``.
 
     Arguments and returns as :func:`solve_box`; ``relaxation`` is ``α``. The warm start is first projected
     onto the cones (radially), keeping ``v`` consistent.

@@ -1,13 +1,13 @@
 """One control period of the engine in numba: collide → build problem → solve → integrate → sense, per step.
 
-Coordinates of paper 1 eq 1: ``V = [v_com (world); ω (body)]``. One step of length ``h``:
+Coordinates of the tight-tolerance paper's eq 1: ``V = [v_com (world); ω (body)]``. One step of length ``h``:
 
 1. free motion: controller, gravity, damping and the gyroscopic term give the end-of-step velocity without
    contact and the effective mass ``M + hD`` (:mod:`._kernels_dynamics`);
 2. collide: node contacts that may close within the step (speculative margins; :mod:`._kernels_contacts`),
    in canonical order and reduced (:mod:`._kernels_reduce`);
-3. build + solve the contact problem with the velocity-level Signorini condition (paper 1 eqs 2–3, with the
-   speculative bias ``max(d, 0)/h``), warm-started by feature key (:mod:`._kernels_solve`);
+3. build + solve the contact problem with the velocity-level Signorini condition (tight-tolerance paper eqs 2–3,
+   with the speculative bias ``max(d, 0)/h``), warm-started by feature key (:mod:`._kernels_solve`);
 4. sense: the step's contact impulses as an F/T reading (:mod:`contactkit.engine.sensing`) and the wrench
    the controller applied; both are averaged over the control period;
 5. integrate the pose with ``V⁺`` (or the midpoint velocity), then project out the penetration predicted at

@@ -1,6 +1,6 @@
-"""A floating rigid body: its static description and the generalized velocity of paper 1 eq 1.
+"""A floating rigid body: its static description and the generalized velocity of the tight-tolerance paper's eq 1.
 
-The engine works in the coordinates of paper 1 (data-driven-sim, eq 1): the generalized velocity of a
+The engine works in the coordinates of the tight-tolerance paper (eq 1): the generalized velocity of a
 floating body is ``V = [v; ω] ∈ R⁶`` where ``v`` is the velocity of the centre of mass in the world
 frame [m/s] and ``ω`` the angular velocity in the *body* frame [rad/s]. The mass matrix is then the
 constant ``M = diag(m·I₃, J)`` with ``J`` the inertia about the centre of mass in the body frame, and the
@@ -85,7 +85,7 @@ class RigidBody:
 
 
 def mass_matrix(body: RigidBody) -> np.ndarray:
-    """``M = diag(m·I₃, J)`` ``(6, 6)`` [kg, kg·m²] of paper 1 eq 1, for ``V = [v_com_world; ω_body]``."""
+    """``M = diag(m·I₃, J)`` ``(6, 6)`` [kg, kg·m²] of tight-tolerance paper eq 1, ``V = [v_com_world; ω_body]``."""
     m = np.zeros((6, 6))
     m[:3, :3] = body.mass * np.eye(3)
     m[3:, 3:] = body.inertia_body
@@ -93,7 +93,7 @@ def mass_matrix(body: RigidBody) -> np.ndarray:
 
 
 def inverse_mass_matrix(body: RigidBody) -> np.ndarray:
-    """``M⁻¹ = diag(I₃/m, J⁻¹)`` ``(6, 6)`` [1/kg, 1/(kg·m²)] of paper 1 eq 1."""
+    """``M⁻¹ = diag(I₃/m, J⁻¹)`` ``(6, 6)`` [1/kg, 1/(kg·m²)] of the tight-tolerance paper's eq 1."""
     m_inv = np.zeros((6, 6))
     m_inv[:3, :3] = np.eye(3) / body.mass
     m_inv[3:, 3:] = body.inertia_inv
@@ -139,7 +139,7 @@ def com_position(body: RigidBody, state: BodyState) -> np.ndarray:
 def generalized_velocity(body: RigidBody, state: BodyState) -> np.ndarray:
     """``V = [v_com (world, m/s); ω (body, rad/s)]`` ``(6,)`` of a single :class:`BodyState`.
 
-    ``v_com = lin_vel + ω_world × (R·com_body)`` and ``ω_body = Rᵀ ω_world`` (paper 1 eq 1 coordinates).
+    ``v_com = lin_vel + ω_world × (R·com_body)`` and ``ω_body = Rᵀ ω_world`` (tight-tolerance paper eq 1 coordinates).
     """
     rot = rotation(state)
     omega_w = np.asarray(state.ang_vel, dtype=np.float64)
@@ -162,7 +162,7 @@ def state_with_velocity(body: RigidBody, state: BodyState, velocity: np.ndarray)
 
 
 def kinetic_energy(body: RigidBody, velocity: np.ndarray) -> float:
-    """Kinetic energy ``½ Vᵀ M V`` [J] of a generalized velocity ``V`` ``(6,)`` (paper 1 §III-C, ``E_k``)."""
+    """Kinetic energy ``E_k = ½ Vᵀ M V`` [J] of a generalized velocity ``V`` ``(6,)`` (tight-tolerance paper §III-C)."""
     v = np.asarray(velocity, dtype=np.float64)
     return 0.5 * (body.mass * float(v[:3] @ v[:3]) + float(v[3:] @ body.inertia_body @ v[3:]))
 

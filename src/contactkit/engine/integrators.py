@@ -1,4 +1,4 @@
-"""Time integration of a floating rigid body with velocity-level contact (paper 1, eqs 1–2).
+"""Time integration of a floating rigid body with velocity-level contact (tight-tolerance paper, eqs 1–2).
 
 A step composes as: free velocity (this module) → contact problem (:mod:`.problem`) → contact solve
 (:mod:`.solvers`) → ``V⁺ = v_free + M⁻¹Jᵀλ`` → pose update (this module) → optional position correction.
@@ -6,7 +6,7 @@ A step composes as: free velocity (this module) → contact problem (:mod:`.prob
 Two integrators, coordinates ``V = [v_com_world; ω_body]``, ``M = diag(mI, J)``, ``C(ω) = diag(0, -S(Jω))``:
 
 * semi-implicit (symplectic) Euler: ``M(v_free - V)/h = Q - [0; ω×Jω]``; pose moved with ``V⁺``;
-* passive midpoint integration (PMI, paper 1 eq 1): ``M(v_free - V)/h + C(ω_k)(v_free + V)/2 = Q``,
+* passive midpoint integration (PMI, tight-tolerance paper eq 1): ``M(v_free - V)/h + C(ω_k)(v_free + V)/2 = Q``,
   which conserves kinetic energy exactly when ``Q = 0`` (the Coriolis matrix is skew, so it does no work
   on the midpoint velocity); the pose is moved with the midpoint velocity ``(V⁺ + V)/2``.
 
@@ -116,7 +116,7 @@ def free_velocity(
     Args:
         body, state: the body and its state at step ``k`` (single body).
         dt: step ``h > 0`` [s].
-        method: semi-implicit Euler, or PMI (paper 1 eq 1 with the gyroscopic term ``C(ω_k)``).
+        method: semi-implicit Euler, or PMI (tight-tolerance paper eq 1 with the gyroscopic term ``C(ω_k)``).
         wrench: ``(6,)`` external world wrench ``(f, τ)`` [N, N·m], torque about the COM; zero if None.
         gravity: ``(3,)`` gravitational acceleration [m/s²]; zero if None.
     """
@@ -153,7 +153,7 @@ def advance_pose(
     """State at step ``k+1`` from the state at ``k`` and the end-of-step velocity ``v_next`` ``(6,)``.
 
     The COM moves by ``h·v`` and the orientation by ``R⁺ = R exp(h ω)`` (body-frame ``ω``), with
-    ``(v, ω) = V⁺`` (semi-implicit Euler) or ``(V⁺ + V_k)/2`` (PMI, paper 1).
+    ``(v, ω) = V⁺`` (semi-implicit Euler) or ``(V⁺ + V_k)/2`` (PMI, tight-tolerance paper).
     Velocities are set to ``v_next``.
     """
     dt = _check_dt(dt)

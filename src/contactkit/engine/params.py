@@ -14,10 +14,10 @@ insertions' penetrations and CPU time), stored with every full run of ``contactk
 under ``"step_size_study"`` (docs/results/tight-insertion.json, table in docs/RESULTS.md).
 
 In that study penetration (all four insert at every step) does not limit the step: velocity-level
-Signorini contacts with speculative margins and position projection stay near the projection's 1 µm slop
-even at paper 1's 10 ms. What does is the explicit impedance spring: the stiffest mode of the 50 mm peg under
-the default gains without wrist armature (twist about its axis, ω = sqrt(K_r/I_zz) ≈ 206 rad/s) is unstable
-at 10 ms and badly resolved at 5 ms; 2.5 ms keeps ω h ≈ 0.5 at a cost within the 1 ms budget.
+Signorini contacts with speculative margins and position projection stay near the projection's 1 µm slop even at the
+tight-tolerance paper's 10 ms. What does is the explicit impedance spring: the stiffest mode of the 50 mm peg under the
+default gains without wrist armature (twist about its axis, ω = sqrt(K_r/I_zz) ≈ 206 rad/s) is unstable at 10 ms and
+badly resolved at 5 ms; 2.5 ms keeps ω h ≈ 0.5 at a cost within the 1 ms budget.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ DEFAULT_MAX_STEP = 2.5e-3
 class SolverKind(enum.Enum):
     """Which contact solver the engine runs (both matrix-free numba kernels, warm-started).
 
-    * ``BOX_PGS``: projected Gauss-Seidel on the box-friction MLCP (paper 4 eqs 5, 7, 8), as
+    * ``BOX_PGS``: projected Gauss-Seidel on the box-friction MLCP (pushing paper eqs 5, 7, 8), as
       :class:`contactkit.engine.solvers.BoxPGS`. Cheapest; friction is anisotropic (a box in the contact
       frame), so a sliding direction between the tangent axes sees up to ``√2·μ``.
     * ``CONE_SOR``: nonlinear block SOR with the exact single-contact Coulomb-cone solve (opening /
-      stick / slip by bisection, maximum dissipation; paper 1 §III-C and Algorithm 1), as
+      stick / slip by bisection, maximum dissipation; tight-tolerance paper §III-C and Algorithm 1), as
       :class:`contactkit.engine.solvers.ConeSOR`. Isotropic friction like MuJoCo's elliptic cones.
     """
 
@@ -55,7 +55,7 @@ class EngineParams:
     Attributes:
         solver: contact solver (:class:`SolverKind`).
         integrator: pose update; semi-implicit Euler moves the pose with the end-of-step velocity on which
-            the Signorini condition is imposed (no penetration to first order), passive midpoint (paper 1
+            the Signorini condition is imposed (no penetration to first order), passive midpoint (tight-tolerance paper
             eq 1) with the mean of the start and end velocities (penetrates by ``h·|u_n|/2`` on impact,
             which the position projection then removes). Either way the velocity update treats the
             gyroscopic term in the passive-midpoint form (energy-conserving).
@@ -68,7 +68,7 @@ class EngineParams:
             can make in one step (from the start and free end-of-step velocities) [-].
         max_margin: upper bound of the margin [m]; also the growth of the static broad-phase grid.
         max_contacts: contacts solved per step; when more are found they are reduced by normal
-            clustering (paper 1 §III-B's role) to at most ``points_per_cluster`` per cluster.
+            clustering (tight-tolerance paper §III-B's role) to at most ``points_per_cluster`` per cluster.
         cluster_angle: contacts whose normals differ by less than this angle [rad] share a cluster.
         points_per_cluster: points kept per cluster (the deepest, then farthest-point sampling).
         correction_fraction: share of the penetration beyond ``correction_slop`` removed per step by the

@@ -9,10 +9,10 @@ Conventions (all solvers share them):
   coordinates; impulses ``λ_i = (λ_n, λ_t1, λ_t2)`` [N·s] and relative velocities
   ``u_i = (u_n, u_t1, u_t2)`` [m/s] (velocity of the tool point relative to the environment) are in it.
 * The problem is ``u = W λ + b`` with ``W = J M⁻¹ Jᵀ`` (Delassus operator) and ``b = J v_free + bias``;
-  the generalized velocity after the step is ``v⁺ = v_free + M⁻¹ Jᵀ λ``. This is paper 4 eq 7
-  (hybrid-contact) with the impulse ``hλ`` as unknown, and the contact-space form of paper 1 eq 1.
+  the generalized velocity after the step is ``v⁺ = v_free + M⁻¹ Jᵀ λ``. This is the pushing paper's eq 7
+  with the impulse ``hλ`` as unknown, and the contact-space form of the tight-tolerance paper's eq 1.
 * Rows ``3K … 3K+E-1`` of ``J`` are optional frictionless unilateral rows (the C-space virtual constraint
-  of paper 1 eq 8), ``0 ≤ λ_C ⊥ u_C ≥ 0``.
+  of the tight-tolerance paper's eq 8), ``0 ≤ λ_C ⊥ u_C ≥ 0``.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def contact_frames(normals: np.ndarray, tangents: np.ndarray | None = None) -> n
 def body_point_jacobians(body: RigidBody, state: BodyState, points: np.ndarray) -> np.ndarray:
     """Point Jacobians ``(K, 3, 6)`` of a floating body: world velocity of ``points`` ``(K, 3)`` [m].
 
-    With ``V = [v_com_world; ω_body]`` (paper 1 eq 1), the velocity of a body-fixed point at world
+    With ``V = [v_com_world; ω_body]`` (tight-tolerance paper eq 1), the velocity of a body-fixed point at world
     position ``p`` is ``v + R(ω × Rᵀr) = v - S(r) R ω`` with ``r = p - com``; hence ``J_p = [I₃, -S(r)R]``.
     """
     r = np.asarray(points, dtype=np.float64) - com_position(body, state)
@@ -194,7 +194,7 @@ def body_point_jacobians(body: RigidBody, state: BodyState, points: np.ndarray) 
 
 
 def speculative_bias(distances: np.ndarray, dt: float) -> np.ndarray:
-    """Normal bias ``max(d, 0)/dt`` ``(K,)`` [m/s] of the velocity-level Signorini condition (paper 1 eq 2).
+    """Normal bias ``max(d, 0)/dt`` ``(K,)`` [m/s], velocity-level Signorini condition (tight-tolerance paper eq 2).
 
     With it, ``u_n = (J v⁺)_n + max(d,0)/dt ≥ 0`` lets a contact that is ``d > 0`` apart close that gap
     within the step and no more. It is non-negative, so it never adds energy (a penetration ``d < 0`` is
@@ -229,7 +229,7 @@ def build_problem_general(
 
     Returns:
         ContactProblem with ``J = frames · point_jacobians`` stacked
-        (paper 1 eq 1: rows ``n_iᵀ J_i``, ``t_iᵀ J_i``).
+        (tight-tolerance paper eq 1: rows ``n_iᵀ J_i``, ``t_iᵀ J_i``).
     """
     dt = _check_dt(dt)
     frames = np.asarray(frames, dtype=np.float64)
@@ -268,7 +268,7 @@ def build_problem(
     dt: float,
     extra_bias: np.ndarray | None = None,
 ) -> ContactProblem:
-    """Contact problem of a floating rigid body (3×6 Jacobians per contact; paper 1 eqs 1–3).
+    """Contact problem of a floating rigid body (3×6 Jacobians per contact; tight-tolerance paper eqs 1–3).
 
     Args:
         contacts: the ``K`` contacts at the start of the step.
@@ -295,7 +295,7 @@ def build_problem(
 
 
 def with_unilateral_rows(problem: ContactProblem, rows: np.ndarray, bias: np.ndarray | None = None) -> ContactProblem:
-    """``problem`` with ``E`` extra frictionless unilateral rows ``(E, n)`` appended (paper 1 eq 8).
+    """``problem`` with ``E`` extra frictionless unilateral rows ``(E, n)`` appended (tight-tolerance paper eq 8).
 
     Each row ``N`` adds ``0 ≤ λ_C ⊥ u_C = Nᵀ v⁺ + bias ≥ 0``; ``W`` and ``b`` are extended accordingly.
     """

@@ -1,6 +1,6 @@
 """Benchmark ``tight-insertion``: a 50 mm round peg into holes of 1, 0.3 and 0.065 mm radial clearance
-(paper 1's peg-in-hole: 0.065 mm), under the same impedance controller, in the engine and in MuJoCo with its
-default settings and with its best tuning (dt 0.25 ms, solref "0.0005 1"), in the same run.
+(the tight-tolerance paper's peg-in-hole: 0.065 mm), under the same impedance controller, in the engine and in
+MuJoCo with its default settings and with its best tuning (dt 0.25 ms, solref "0.0005 1"), in the same run.
 
 Load cases (all start with the tip 1 mm inside the hole, centred; the position target then descends at
 ``DESCENT_SPEED`` to ``PRESS`` below the floor and holds for ``HOLD_S``):

@@ -1,4 +1,4 @@
-"""Figures of trajectories: position, orientation and F/T against time (paper 0, Fig. 7)."""
+"""Figures of trajectories: position, orientation and F/T against time (Act-FIGNet paper, Fig. 7)."""
 
 from __future__ import annotations
 

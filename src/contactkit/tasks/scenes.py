@@ -1,4 +1,4 @@
-"""Scene constructors for the papers' tasks: peg-in-hole and paper 0's random training scenes.
+"""Scene constructors for the papers' tasks: peg-in-hole and the Act-FIGNet paper's random training scenes.
 
 World layout: the table top is the plane z = 0; slots and obstacles stand on it. The tool (a peg)
 starts above its target; its F/T sensor sits at the top of the peg (the wrist mount).
@@ -15,7 +15,7 @@ from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
 TABLE_SIZE = (0.5, 0.5, 0.02)
 """Full extents of the table box [m]; its top face is z = 0."""
 TRAINING_SHAPES = (Shape.TRIANGLE, Shape.SQUARE, Shape.HEXAGON)
-"""Tool shapes of paper 0's training scenes (§IV-A); the circle is held out."""
+"""Tool shapes of the Act-FIGNet paper's training scenes (§IV-A); the circle is held out."""
 
 
 def table(friction: float = 0.5) -> StaticBody:
@@ -57,7 +57,7 @@ def peg_in_hole(
     """A peg above a matching slot on the table.
 
     Args:
-        shape: peg cross-section; ``slot_shape`` defaults to it (paper 0's unseen pairing: circle in square).
+        shape: peg cross-section; ``slot_shape`` defaults to it (Act-FIGNet paper's unseen pairing: circle in square).
         clearance: radial clearance [m] (see :func:`contactkit.geometry.slot.slot`).
         size: peg apothem (radius for a circle) [m]; 0.01 gives a 20 mm peg.
         length: peg length [m]. depth: hole depth [m]. chamfer: tip bevel [m].
@@ -105,7 +105,7 @@ def random_training_scene(
     friction: float = 0.5,
     controller: ImpedanceGains | None = None,
 ) -> Scene:
-    """Paper 0 §IV-A training scene: a tool of a random primitive shape and 3–6 box obstacles on the table.
+    """Act-FIGNet paper §IV-A training scene: a tool of a random primitive shape and 3–6 box obstacles on the table.
 
     Obstacles are boxes of 2–6 cm sides and 1–4 cm height at random places within ±9 cm of the centre,
     never under the tool's start position (a 3 cm keep-out radius). The tool starts 8 cm above the table.

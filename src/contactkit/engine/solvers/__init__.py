@@ -1,11 +1,11 @@
 """Contact solvers behind one interface: ``solver.solve(problem, initial=None) -> ContactSolution``.
 
-* :class:`BoxPGS` — projected Gauss-Seidel, box friction MLCP (paper 4 eqs 7–8).
+* :class:`BoxPGS` — projected Gauss-Seidel, box friction MLCP (pushing paper eqs 7–8).
 * :class:`LemkeBoxSolver` — Lemke pivoting on the same MLCP, a direct reference for small problems.
 * :class:`SingleConeSolver` / :func:`solve_single_contact` — exact single-contact Coulomb cone with
-  maximum dissipation: opening / stick / slip (bisection) (paper 1 §III-C).
-* :class:`ConeSOR` — nonlinear block SOR with relaxation α over contacts (paper 1 Algorithm 1).
-* :mod:`.virtual_constraint` — the C-space virtual constraint (paper 1 §IV-B/C) as an extra row.
+  maximum dissipation: opening / stick / slip (bisection) (tight-tolerance paper §III-C).
+* :class:`ConeSOR` — nonlinear block SOR with relaxation α over contacts (tight-tolerance paper Algorithm 1).
+* :mod:`.virtual_constraint` — the C-space virtual constraint (tight-tolerance paper §IV-B/C) as an extra row.
 """
 
 from contactkit.engine.solvers.base import (

@@ -9,12 +9,12 @@ Residuals are natural-map residuals in velocity units [m/s]: an impulse row ``λ
 diagonal ``W_rr`` so that impulse and velocity conditions are comparable. Each is zero exactly at a
 solution of the respective model:
 
-* ``signorini``: ``max |min(W_nn λ_n, u_n)|`` (paper 1 eq 2 / paper 4 eq 8, first line),
-* ``friction_bound``: cone ``‖λ_t‖ ≤ μλ_n`` (paper 1 eq 3) or box ``|λ_tj| ≤ μλ_n`` (paper 4 eq 5),
+* ``signorini``: ``max |min(W_nn λ_n, u_n)|`` (tight-tolerance paper eq 2 / pushing paper eq 8, first line),
+* ``friction_bound``: cone ``‖λ_t‖ ≤ μλ_n`` (tight-tolerance paper eq 3) or box ``|λ_tj| ≤ μλ_n`` (pushing paper eq 5),
   amount of violation scaled by ``W_tt``,
 * ``max_dissipation``: ``‖sλ_t - P(sλ_t - u_t)‖`` with ``P`` the projection on the disk (cone; the maximum
-  dissipation principle, λ_t opposes u_t) or on the box (paper 4 eq 8, second line),
-* ``virtual_signorini``: ``max |min(W_CC λ_C, u_C)|`` over the unilateral C-space rows (paper 1 eq 8).
+  dissipation principle, λ_t opposes u_t) or on the box (pushing paper eq 8, second line),
+* ``virtual_signorini``: ``max |min(W_CC λ_C, u_C)|`` over the unilateral C-space rows (tight-tolerance paper eq 8).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ SCALE_FLOOR = 1e-12
 class FrictionModel(enum.Enum):
     """Which friction law a solver enforces."""
 
-    BOX = "box"  # paper 4 eqs 5, 8: |λ_tj| ≤ μ λ_n per tangent direction
-    CONE = "cone"  # paper 1 eq 3 with maximum dissipation: ‖λ_t‖ ≤ μ λ_n
+    BOX = "box"  # pushing paper eqs 5, 8: |λ_tj| ≤ μ λ_n per tangent direction
+    CONE = "cone"  # tight-tolerance paper eq 3 with maximum dissipation: ‖λ_t‖ ≤ μ λ_n
 
 
 class SolveStatus(enum.Enum):

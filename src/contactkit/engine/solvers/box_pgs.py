@@ -1,9 +1,9 @@
-"""Projected Gauss-Seidel for the box-friction MLCP (paper 4, hybrid-contact, eqs 5, 7, 8).
+"""Projected Gauss-Seidel for the box-friction MLCP (pushing paper, eqs 5, 7, 8).
 
 The MLCP in contact space is ``u = Wλ + b`` with, per contact ``i``,
 ``0 ≤ λ_n ⊥ u_n ≥ 0`` and, for each tangent direction ``j``, ``λ_tj ∈ [-μλ_n, μλ_n]`` with ``u_tj ≥ 0``
 at the lower bound, ``u_tj ≤ 0`` at the upper bound and ``u_tj = 0`` inside (eq 8). Unilateral C-space
-rows (paper 1 eq 8) are rows with bounds ``[0, ∞)``.
+rows (tight-tolerance paper eq 8) are rows with bounds ``[0, ∞)``.
 
 Each sweep visits the rows in order (normal, t1, t2 of contact 0, then contact 1, …, then the unilateral
 rows) and sets ``λ_r ← clip(λ_r - ω u_r / W_rr, lo_r, hi_r)``, updating ``u`` incrementally by the column
@@ -51,7 +51,7 @@ class BoxPGS:
         check_settings(self.tol, self.max_iterations, self.relaxation)
 
     def solve(self, problem: ContactProblem, initial: np.ndarray | None = None) -> ContactSolution:
-        """Solve the box MLCP of ``problem`` (paper 4 eqs 7–8); ``initial`` ``(3K+E,)`` warm start [N·s]."""
+        """Solve the box MLCP of ``problem`` (pushing paper eqs 7–8); ``initial`` ``(3K+E,)`` warm start [N·s]."""
         lam = initial_impulses(problem, initial)
         k = problem.n_contacts
         size = lam.shape[0]

@@ -1,4 +1,4 @@
-"""Exact single-contact Coulomb problem with maximum dissipation (paper 1, data-driven-sim, §III-C).
+"""Exact single-contact Coulomb problem with maximum dissipation (tight-tolerance paper, §III-C).
 
 For one contact ``u = Wλ + b`` (``W`` 3×3, contact frame ``[n, t1, t2]``) find ``λ`` with the velocity-level
 Signorini condition ``0 ≤ λ_n ⊥ u_n ≥ 0`` (eq 2), the cone ``‖λ_t‖ ≤ μλ_n`` (eq 3), and maximum
@@ -41,7 +41,7 @@ BISECTION_MAX_STEPS = 64
 
 
 class ContactCase(enum.Enum):
-    """Which of the three cases of paper 1 §III-C a single-contact solution is in."""
+    """Which of the three cases of the tight-tolerance paper §III-C a single-contact solution is in."""
 
     OPENING = "opening"
     STICK = "stick"
@@ -127,7 +127,7 @@ class SingleContactOperator:
 
 
 def solve_single_contact(W: np.ndarray, b: np.ndarray, mu: float) -> tuple[np.ndarray, ContactCase]:
-    """Exact single-contact Coulomb impulse ``(3,)`` [N·s] and its :class:`ContactCase` (paper 1 §III-C).
+    """Exact single-contact Coulomb impulse ``(3,)`` [N·s] and its :class:`ContactCase` (tight-tolerance paper §III-C).
 
     Args:
         W: ``(3, 3)`` contact-frame Delassus block [m/s per N·s], ``W_nn > 0``, invertible.

@@ -1,10 +1,10 @@
-"""Nonlinear block successive over-relaxation for the Coulomb-cone problem (paper 1, Algorithm 1).
+"""Nonlinear block successive over-relaxation for the Coulomb-cone problem (tight-tolerance paper, Algorithm 1).
 
 Each sweep visits the contacts in order. For contact ``i`` the velocity without its own impulse is
 ``b_i = u_i - W_ii λ_i``; the exact single-contact solution ``λ_i*`` of
 :mod:`contactkit.engine.solvers.cone_single` (opening / stick / slip by bisection) is computed for it
 (line 4) and relaxed, ``λ_i ← αλ_i* + (1-α)λ_i`` (line 5). Then each unilateral C-space row ``C``
-(the virtual constraint of paper 1 §IV-B/C, eq 8) gets ``v_C* = u_C - W_CC λ_C`` (line 7), the impulse
+(the virtual constraint of the tight-tolerance paper §IV-B/C, eq 8) gets ``v_C* = u_C - W_CC λ_C`` (line 7), the impulse
 ``λ_C* = -v_C*/W_CC`` if ``v_C* < 0`` else 0 (lines 8–11), relaxed the same way (line 13). The sweep
 repeats until every residual (Signorini complementarity, cone, maximum dissipation, virtual
 complementarity) is at most ``tol``, or the iteration cap is reached (reported in the status).
@@ -46,7 +46,7 @@ def _project_cone(lam: np.ndarray, mu: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class ConeSOR:
-    """Nonlinear block SOR over contacts with relaxation ``α`` (paper 1, Algorithm 1).
+    """Nonlinear block SOR over contacts with relaxation ``α`` (tight-tolerance paper, Algorithm 1).
 
     Attributes:
         tol: convergence tolerance on every residual [m/s].

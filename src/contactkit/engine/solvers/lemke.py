@@ -1,6 +1,6 @@
 """Lemke's complementary pivoting: a direct reference solver for small box-friction problems.
 
-The box-friction MLCP of paper 4 (eqs 5, 7, 8) is rewritten as a standard LCP ``w = Mz + q``,
+The box-friction MLCP of the pushing paper (eqs 5, 7, 8) is rewritten as a standard LCP ``w = Mz + q``,
 ``0 ≤ z ⊥ w ≥ 0`` (the construction of Stewart & Trinkle, with one slack per tangent direction). Per
 contact ``i`` and tangent direction ``j``: ``λ_tj = β⁺_j - β⁻_j`` and
 

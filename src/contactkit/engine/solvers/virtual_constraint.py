@@ -1,4 +1,4 @@
-"""The C-space virtual contact constraint of paper 1 (data-driven-sim) §IV-B/C.
+"""The C-space virtual contact constraint of the tight-tolerance paper, §IV-B/C.
 
 The collision volume in configuration space is the set ``h(q) < 0`` of a surface function ``h`` of the
 configuration ``q = [x_c; φ] ∈ R⁶`` (centre-of-mass position [m], XYZ Euler angles [rad] with
@@ -92,7 +92,7 @@ def euler_rate_matrix(phi: np.ndarray) -> np.ndarray:
 
 
 def configuration(body: RigidBody, state: BodyState) -> np.ndarray:
-    """``q = [x_c; φ]`` ``(6,)``: world COM position [m] and XYZ Euler angles [rad] (paper 1 §II)."""
+    """``q = [x_c; φ]`` ``(6,)``: world COM position [m] and XYZ Euler angles [rad] (tight-tolerance paper §II)."""
     single_state(state)
     return np.concatenate([com_position(body, state), euler_xyz(rotation(state))])
 
@@ -122,7 +122,7 @@ def _surface_value(surface: SurfaceFunction, q: np.ndarray) -> tuple[float, np.n
 
 
 def cspace_normal(body: RigidBody, state: BodyState, surface: SurfaceFunction) -> CSpaceConstraint:
-    """C-space normal ``N_C`` of paper 1 §IV-B by SQP on ``min ½VᵀMV`` s.t. ``h(q + G V) = 0``.
+    """C-space normal ``N_C`` of the tight-tolerance paper §IV-B by SQP on ``min ½VᵀMV`` s.t. ``h(q + G V) = 0``.
 
     Each SQP step linearises ``h`` at ``q_j = q + G V_j`` and sets
     ``V_{j+1} = M⁻¹Gᵀg_j (g_jᵀG V_j - h_j) / (g_jᵀ G M⁻¹ Gᵀ g_j)`` with ``g_j = ∇h(q_j)``.
@@ -152,7 +152,7 @@ def cspace_normal(body: RigidBody, state: BodyState, surface: SurfaceFunction) -
 def add_virtual_constraint(
     problem: ContactProblem, constraint: CSpaceConstraint, activation: float = DEFAULT_ACTIVATION
 ) -> ContactProblem:
-    """``problem`` with the row ``0 ≤ λ_C ⊥ N_Cᵀ V⁺ ≥ 0`` (paper 1 eq 8) if ``h(q) ≤ activation``.
+    """``problem`` with the row ``0 ≤ λ_C ⊥ N_Cᵀ V⁺ ≥ 0`` (tight-tolerance paper eq 8) if ``h(q) ≤ activation``.
 
     The problem must be that of a floating body (``n = 6``, coordinates ``[v_com; ω_body]``).
     """
