@@ -104,7 +104,7 @@ LEARN_MAX_STEPS = 1500
 LEARN_CHUNK = 50
 """Steps between the time checks (training resumes from its last checkpoint, so chunks are seamless)."""
 PREDICT_HORIZON = 100
-"""Steps of the open-loop prediction of the held-out episode (act-fignet Table I)."""
+"""Steps of the open-loop prediction of the held-out episode (Act-FIGNet paper Table I)."""
 PREDICT_SAMPLES = EvalConfig(horizon=PREDICT_HORIZON, max_segments=3, max_transitions=60)
 """Rollout segments and one-step transitions scored on the held-out episode (each GNN graph costs ~30 ms)."""
 

@@ -1,6 +1,6 @@
 """Rigid-body state of the tool, batch dimensions first.
 
-Frames and units follow DESIGN.md: world frame with z up, metres, seconds, radians; quaternions are
+Frames and units follow docs/architecture.md: world frame with z up, metres, seconds, radians; quaternions are
 ``(w, x, y, z)`` with unit norm; ``lin_vel`` is the velocity of the body origin in the world frame and
 ``ang_vel`` the angular velocity expressed in the world frame.
 """

@@ -1,4 +1,4 @@
-"""Force-minimising impedance commands from a linear F/T model (Tracy et al., eq 19).
+"""Force-minimising impedance commands from a linear F/T model (LML paper, eq 19).
 
 Given the learned model ``ŷ = G w`` (eq 2) with the features of eq 18,
 ``w = vcat(r, vec(R), r_des, φ, 1)``, the predicted wrench is affine in the command

@@ -1,7 +1,7 @@
 """Improved cross-entropy method (iCEM) for sampling-based trajectory optimisation.
 
 Implements Pinneri et al. 2020, "Sample-efficient cross-entropy method for real-time planning",
-Algorithm 1, as used by the Act-FIGNet MPC agent (act-fignet §IV-A, Appendix C, Table IV):
+Algorithm 1, as used by the Act-FIGNet MPC agent (Act-FIGNet paper §IV-A, Appendix C, Table IV):
 
 - action sequences are sampled as ``clip(μ + σ ⊙ C^β)``, with ``C^β`` Gaussian colored noise of spectral
   exponent β along time, independently per action dimension (:mod:`contactkit.control.colored_noise`);

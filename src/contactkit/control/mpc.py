@@ -1,4 +1,4 @@
-"""Model-predictive control with iCEM over any :class:`~contactkit.model.ContactModel` (act-fignet App. C).
+"""Model-predictive control with iCEM over any :class:`~contactkit.model.ContactModel` (Act-FIGNet paper App. C).
 
 Every ``replan_every`` control steps the agent optimises a sequence of ``horizon`` normalised pose-delta
 actions with :func:`contactkit.control.icem.optimize`; the objective rolls the *model* out open loop from
@@ -119,7 +119,7 @@ class MPCConfig:
 
     @staticmethod
     def table_iv(scale: ActionScale, **icem_overrides) -> MPCConfig:
-        """Act-FIGNet Table IV: horizon 50, population 20, 5 iterations, replan every 5 frames.
+        """Act-FIGNet paper Table IV: horizon 50, population 20, 5 iterations, replan every 5 frames.
 
         The mean starts at the zero action (hold the pose); ``icem_overrides`` replace any
         :class:`ICEMConfig` field (e.g. a smaller budget for a quick run).
@@ -216,7 +216,7 @@ def mpc_step(
     observed: BodyState | None,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, MPCState, ICEMInfo | None, float]:
-    """One control step of the receding-horizon loop (iCEM MPC, act-fignet App. C, Table IV).
+    """One control step of the receding-horizon loop (iCEM MPC, Act-FIGNet paper App. C, Table IV).
 
     Args:
         model: the model planned with (``POSE_DELTA`` actions, ``control_dt`` per step).

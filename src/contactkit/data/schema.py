@@ -3,7 +3,7 @@
 Convention (see ``docs/dataset.md``): an episode of ``T`` control steps stores ``T + 1`` states
 ``s_0 .. s_T`` and ``T`` actions, commands and F/T readings. State ``s_t`` is the state *before* the
 action of step ``t`` is applied; ``action[t]`` and ``wrench[t]`` belong to the step from ``s_t`` to
-``s_{t+1}``. Frames and units follow DESIGN.md: world frame with z up, SI units, quaternions
+``s_{t+1}``. Frames and units follow docs/architecture.md: world frame with z up, SI units, quaternions
 ``(w, x, y, z)``.
 """
 

@@ -1,5 +1,5 @@
 """F/T sensing: contact impulses of one engine step → the wrench the environment exerts on the tool,
-in the sensor frame, with the torque about the sensor origin (DESIGN.md "Conventions").
+in the sensor frame, with the torque about the sensor origin (docs/architecture.md, "Conventions").
 
 Contact ``i`` acts at the world point ``p_i`` with the impulse ``λ_i = (λ_n, λ_t1, λ_t2)`` [N·s] in its
 frame (rows ``[n; t1; t2]``, :mod:`contactkit.engine.problem`); over a step of ``h`` seconds its mean

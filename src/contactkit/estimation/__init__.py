@@ -1,4 +1,4 @@
-"""State estimation: particle filter with force-torque measurement updates (act-fignet §IV-C)."""
+"""State estimation: particle filter with force-torque measurement updates (Act-FIGNet paper §IV-C)."""
 
 from contactkit.estimation.particle_filter import (
     NoiseSpace,

@@ -1,4 +1,4 @@
-"""Estimating uncertain geometry ``θ`` from F/T readings with the differentiable contact step (paper §V, §VI-C).
+"""Estimating uncertain geometry ``θ`` from F/T readings with the differentiable step (placement paper §V, §VI-C).
 
 * :func:`residual` — eqs 9–10: one-step predictions ``y_{t'+1} = f(x_{t'}, u_{t'}; θ)`` from the measured states and
   the applied references of the last ``H`` steps, compared with the measured readings (a weighted squared error).

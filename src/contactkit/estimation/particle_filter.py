@@ -1,4 +1,4 @@
-"""Particle filter with force-torque measurement updates (act-fignet §IV-C).
+"""Particle filter with force-torque measurement updates (Act-FIGNet paper §IV-C).
 
 A bootstrap (sampling-importance-resampling) particle filter, generic over the state vector: particles
 are ``(N, D)`` arrays and weights are log-weights ``(N,)``. The motion update runs any batched contact
@@ -87,7 +87,7 @@ def _std_vector(std, size: int, name: str, positive: bool = False) -> np.ndarray
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class PFConfig:
-    """Static particle-filter settings (act-fignet §IV-C: 30 particles, empirically tuned noise).
+    """Static particle-filter settings (Act-FIGNet paper §IV-C: 30 particles, empirically tuned noise).
 
     Attributes:
         process_noise_std: ``(tangent_dim,)`` std of the motion noise per step, in the state's units

@@ -1,4 +1,4 @@
-"""Tool-pose tracking over a recorded episode with a particle filter and F/T data (act-fignet §IV-C).
+"""Tool-pose tracking over a recorded episode with a particle filter and F/T data (Act-FIGNet paper §IV-C).
 
 Three configurations (Fig. 12):
 
@@ -233,7 +233,7 @@ def calibrate_noise(model: ContactModel, episodes: list[RecordedEpisode]) -> Noi
 
     ``σ_k = sqrt(mean_t r_tk²)`` is the maximum-likelihood std of a zero-mean Gaussian fitted to the
     residuals ``r`` of :func:`one_step_residuals` — the ``Q`` and ``R`` of the bootstrap filter in
-    :func:`track` (act-fignet §IV-C leaves them "empirically selected"; here they are measured). The
+    :func:`track` (Act-FIGNet paper §IV-C leaves them "empirically selected"; here they are measured). The
     residual is taken about zero, so a constant sensor bias or a systematic model error (other mass,
     friction, contact softness) widens the std instead of being ignored. Episodes must carry ground-truth
     states (e.g. a motion-capture calibration session), and should not be the ones that are then scored.
@@ -301,7 +301,7 @@ def track(
     mode: TrackingMode,
     rng: np.random.Generator,
 ) -> TrackingResult:
-    """Estimate the tool pose along ``episode`` in configuration ``mode`` (act-fignet §IV-C, Fig. 12).
+    """Estimate the tool pose along ``episode`` in configuration ``mode`` (Act-FIGNet paper §IV-C, Fig. 12).
 
     The filter is a bootstrap particle filter: motion update ``x ← f(x, u_t) + w`` with the contact model
     ``f``, measurement update ``w_i ∝ w_i · N(z_t; ĥ(x_i, u_t), diag σ²)`` with the reading ``ĥ`` the model

@@ -1,6 +1,6 @@
 """Benchmark ``replan``: CPU seconds per iCEM replan of the mpc-insertion agent with each planning model.
 
-act-fignet §IV-A and Table IV: the agent replans every 5 control steps with horizon 50, population 20 and 5
+Act-FIGNet paper §IV-A and Table IV: the agent replans every 5 control steps with horizon 50, population 20 and 5
 iterations, i.e. 250 batched model steps of 20 sequences per replan; the issue's goal for the learned model is
 ≤ 1 s on CPU. ``contactkit experiment mpc-insertion`` reports replan times only for the models whose episodes it
 runs; this benchmark times every model that can be built (:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`,

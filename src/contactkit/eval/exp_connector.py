@@ -1,4 +1,4 @@
-"""Connector-insertion experiment (Tracy et al. §5, Figs 3 and 5): a scripted insertion against the
+"""Connector-insertion experiment (LML paper §5, Figs 3 and 5): a scripted insertion against the
 online linear F/T model (LML, eq 18 features) driving the force-minimising controller of eq 19.
 
 One trial (socket variant, sampled misalignment), all in the MuJoCo reference world:

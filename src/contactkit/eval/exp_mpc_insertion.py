@@ -1,4 +1,4 @@
-"""Experiment ``mpc-insertion``: iCEM MPC peg insertion with each contact model (act-fignet §IV-A, Fig. 4).
+"""Experiment ``mpc-insertion``: iCEM MPC peg insertion with each contact model (Act-FIGNet paper §IV-A, Fig. 4).
 
 The same agent (:class:`contactkit.control.mpc.MPCAgent`, Table IV settings) plans with each available
 model — MuJoCo itself (the ground truth), Act-FIGNet and the contactkit engine — while the environment's
@@ -72,8 +72,8 @@ class InsertionBudget:
 
     Attributes:
         pairings: keys of :data:`INSERTION_PAIRINGS` to evaluate.
-        episodes_per_pairing: episodes per pairing (act-fignet: 10 per tool shape).
-        max_steps: control steps per episode (act-fignet: 150).
+        episodes_per_pairing: episodes per pairing (Act-FIGNet paper: 10 per tool shape).
+        max_steps: control steps per episode (Act-FIGNet paper: 150).
         horizon, population, iterations, replan_every: iCEM settings (Table IV: 50, 20, 5, 5).
         n_threads: rollout threads of the ground-truth (MuJoCo) and engine planning models (0: calling thread).
         checkpoint: Act-FIGNet checkpoint to plan with (None: the first of :data:`ACT_FIGNET_CHECKPOINTS`).
@@ -184,7 +184,7 @@ def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, dev
     """``({name: model}, [{"model": name, "reason": why}])``: the models that exist and those that do not.
 
     A model whose ``action_mode`` is not in ``modes`` is missing (the MPC agent plans pose deltas, as the
-    impedance-controlled tool of act-fignet §IV-A takes them).
+    impedance-controlled tool of Act-FIGNet paper §IV-A takes them).
     """
     models, missing = {}, []
     for name, factory in MODEL_FACTORIES.items():

@@ -1,4 +1,4 @@
-"""Experiment ``pf-tracking``: tool-pose tracking from F/T with a contact model (act-fignet §IV-C, Fig. 12).
+"""Experiment ``pf-tracking``: tool-pose tracking from F/T with a contact model (Act-FIGNet paper §IV-C, Fig. 12).
 
 A spiral-search insertion (:class:`~contactkit.control.policies.SpiralPolicy`, paper App. E-b) of the
 hexagonal tool into its slot with 1 mm clearance — the paper's real-world setup — is recorded in the
@@ -94,7 +94,7 @@ QUICK_BUDGET = TrackingBudget(episodes=4, steps=80, calibration_episodes=2)
 
 
 def tracking_config(calibration: NoiseCalibration, n_particles: int = 30) -> TrackingConfig:
-    """30 particles (act-fignet §IV-C) with the measured noise of ``calibration``.
+    """30 particles (Act-FIGNet paper §IV-C) with the measured noise of ``calibration``.
 
     The perturbed-start belief is a Gaussian whose mean squared error equals the perturbation's:
     per-axis std ``PERTURB_POS_M / √3`` and ``PERTURB_ROT_RAD / √3`` (the filter is told how wrong its

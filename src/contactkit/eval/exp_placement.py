@@ -1,4 +1,4 @@
-"""Experiment ``placement``: stable placement under geometric uncertainty (differentiable-contact paper §VI, Figs. 4–7).
+"""Experiment ``placement``: stable placement under geometric uncertainty (placement paper §VI, Figs. 4–7).
 
 For each task (:mod:`contactkit.tasks.placement`) and each hidden geometry ``θ_gt`` of its test cases, the MuJoCo
 world built at ``θ_gt`` is the "real" one; a method only sees the tool state, its own references and the F/T

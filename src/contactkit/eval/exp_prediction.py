@@ -1,4 +1,4 @@
-"""Experiment ``prediction-accuracy``: act-fignet Table I, Fig. 9, Fig. 10 and Table III in simulation.
+"""Experiment ``prediction-accuracy``: Act-FIGNet paper Table I, Fig. 9, Fig. 10 and Table III in simulation.
 
 The "real world" is MuJoCo's ``target`` preset (other friction, mass, contact softness and damping, a
 noisy biased F/T sensor): the hexagonal peg around its 1 mm-clearance slot (the paper's real-world

@@ -1,4 +1,4 @@
-"""Prediction-accuracy metrics of act-fignet §IV-B.c (Table I, Fig. 9, Fig. 10, Table III): pure functions.
+"""Prediction-accuracy metrics of Act-FIGNet paper §IV-B.c (Table I, Fig. 9, Fig. 10, Table III): pure functions.
 
 Definitions (``N`` rollouts of ``T`` steps, each starting from a recorded state ``s_0``; predicted
 ``p̂_t, q̂_t`` and true ``p_t, q_t`` tool poses at steps ``t = 1..T``):

@@ -1,4 +1,4 @@
-"""Evaluate contact models on recorded trajectories (act-fignet §IV-B.c): rollouts and one-step F/T.
+"""Evaluate contact models on recorded trajectories (Act-FIGNet paper §IV-B.c): rollouts and one-step F/T.
 
 Every model is scored on the same samples of a dataset: ``N`` segments of ``T`` steps, each rolled out
 (predictions fed back as history) from the recorded states ``s_{t0-H+1} .. s_{t0}`` with the recorded
@@ -88,7 +88,7 @@ only the F/T readings differ (the sensor's noise does not act on the dynamics)."
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Sample sizes of an evaluation (act-fignet: 4k segments of 100 steps, 40k transitions).
+    """Sample sizes of an evaluation (Act-FIGNet paper: 4k segments of 100 steps, 40k transitions).
 
     Attributes:
         horizon: steps ``T`` per rollout segment.

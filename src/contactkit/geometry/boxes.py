@@ -1,4 +1,4 @@
-"""Axis-aligned boxes (act-FIGNet §IV-A: the box obstacles of the training scenes)."""
+"""Axis-aligned boxes (Act-FIGNet paper §IV-A: the box obstacles of the training scenes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Regular-polygon cross-sections and the pegs built on them (act-FIGNet §IV-A: triangle, square,
+"""Regular-polygon cross-sections and the pegs built on them (Act-FIGNet paper §IV-A: triangle, square,
 pentagon, hexagon and circle tools).
 
 Conventions, used by every part in this package:
@@ -195,7 +195,7 @@ def peg(
     circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS,
     name: str | None = None,
 ) -> Part:
-    """A prismatic peg (act-FIGNet §IV-A tools) with a regular-polygon cross-section.
+    """A prismatic peg (Act-FIGNet paper §IV-A tools) with a regular-polygon cross-section.
 
     Frame: origin at the centre of the bottom (tip) face, axis +z, top face at ``z = length``.
 

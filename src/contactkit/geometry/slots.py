@@ -1,4 +1,4 @@
-"""Slots (holes in a block) for peg insertion, with an exact radial clearance (act-FIGNet §IV-A: 5 mm in
+"""Slots (holes in a block) for peg insertion, with an exact radial clearance (Act-FIGNet paper §IV-A: 5 mm in
 simulation, 1 mm on the real robot; tight-tolerance assembly: down to 0.065 mm).
 
 Clearance definition: with the peg centred in the hole and both in this package's orientation (see

@@ -1,4 +1,4 @@
-"""Connector insertion (Tracy et al., *Online Learning of Contact Force Models for Connector Insertion*,
+"""Connector insertion (LML paper, *Efficient Online Learning of Contact Force Models for Connector Insertion*,
 §5): a C13-like plug held by the impedance controller above a socket fixed with a sampled misalignment.
 
 Geometry (all built from convex pieces, so MuJoCo collides them exactly as described):

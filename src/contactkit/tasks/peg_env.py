@@ -1,4 +1,4 @@
-"""Peg insertion as a gymnasium environment (act-fignet §IV-A.c).
+"""Peg insertion as a gymnasium environment (Act-FIGNet paper §IV-A.c).
 
 A tool of one of four shapes (triangle, square, hexagon, circle) starts near a matching slot with 5 mm
 nominal clearance (or a circle above a square slot, the unseen pairing) and must be inserted until its
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 INSERTION_CLEARANCE_M = 5e-3
-"""Nominal radial clearance of the insertion slots [m] (act-fignet §IV-A.c)."""
+"""Nominal radial clearance of the insertion slots [m] (Act-FIGNet paper §IV-A.c)."""
 INSERTION_PAIRINGS = {
     "triangle": ("triangle", None),
     "square": ("square", None),
@@ -71,7 +71,7 @@ class PegEnvConfig:
     Attributes:
         pairing: a key of :data:`INSERTION_PAIRINGS`.
         clearance: radial clearance of the slot [m].
-        max_steps: control steps before truncation (150 in act-fignet §IV-A.c).
+        max_steps: control steps before truncation (150 in Act-FIGNet paper §IV-A.c).
         init_xy_radius: the tip starts uniformly within this horizontal radius of the hole axis [m].
         init_gap: ``(lo, hi)`` uniform range of the tip's height above the slot's top face [m].
         init_yaw: the tool starts turned about z by a uniform angle in ``±init_yaw`` [rad].

@@ -1,4 +1,4 @@
-"""Stable placement under geometric uncertainty: the four tasks of the differentiable-contact paper (§VI-A, §VI-F).
+"""Stable placement under geometric uncertainty: the four tasks of the placement paper (§VI-A, §VI-F).
 
 Every geometry is built from convex pieces whose vertices are affine in the uncertain parameter ``θ``
 (:class:`~contactkit.engine.diff.features.ParamPiece`): the same pieces give the MuJoCo scene of the "real" world

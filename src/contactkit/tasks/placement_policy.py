@@ -1,4 +1,4 @@
-"""The placement policy of the differentiable-contact paper (eq 3, §VI-B/C): interpolate the impedance reference
+"""The placement policy of the placement paper (eq 3, §VI-B/C): interpolate the impedance reference
 toward the closest goal of ``G(θ̂)`` — align, then press — and the trigger heuristic's straight descent.
 
 Tasks, goals and geometry are in :mod:`contactkit.tasks.placement`.

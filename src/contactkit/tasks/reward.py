@@ -1,4 +1,4 @@
-"""Peg-insertion reward and success metrics (act-fignet §IV-A.c, eq 9).
+"""Peg-insertion reward and success metrics (Act-FIGNet paper §IV-A.c, eq 9).
 
 ``r_t = 10 · 1[‖Δp_t‖ ≤ ε] + exp(−‖Δp_t‖) + exp(−‖Δθ_t‖)`` with ``Δp_t`` the distance [m] from the tool
 tip (the tool origin) to the slot bottom centre (``scene.target_pos``), ``Δθ_t`` the geodesic angle [rad]

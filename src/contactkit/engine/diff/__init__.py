@@ -1,6 +1,6 @@
 """Differentiable contact dynamics: the F/T reading as a torch function of state, action and geometry θ.
 
-Differentiable-contact paper (Li et al.) §IV: contact features of convex pieces whose vertices are affine in θ
+The placement paper (Li et al.) §IV: contact features of convex pieces whose vertices are affine in θ
 (:mod:`.features`, feature pairs chosen by the numpy query of :mod:`.query`, redundant ones dropped by
 :mod:`.reduction`), the box-friction LCP solved exactly and
 differentiated at its active set (:mod:`.lcp_grad`), the impedance-controlled step with time of impact (:mod:`.step`),

@@ -1,6 +1,6 @@
 """Contact features of convex parts as torch functions of the tool pose ``q`` and the geometry ``θ`` (§IV-B, eq 4).
 
-Differentiable-contact paper (Li et al.) §IV-D needs ``∂p/∂θ`` and ``∂n/∂θ`` of every contact feature; the paper
+The placement paper (Li et al.) §IV-D needs ``∂p/∂θ`` and ``∂n/∂θ`` of every contact feature; the paper
 asks the user for a derivative callback per URDF. Here no callback is written: a convex piece's vertices are an
 affine function of ``θ`` (:class:`ParamPiece`: ``V(θ) = V₀ + Σ_j θ_j B_j``, which covers in-hand translations,
 environment placement and shape dimensions such as wall heights), its face planes follow from its vertices in

@@ -1,4 +1,4 @@
-"""Gradient checks of the differentiable step against finite differences (paper §IV; DESIGN.md testing).
+"""Gradient checks of the differentiable step against finite differences (placement paper §IV; docs/architecture.md).
 
 The step is seen as a function of one flat input vector around a base configuration,
 ``x = [δp (3) m, δφ (3) rad, v (3) m/s, ω (3) rad/s, δu_p (3) m, δu_φ (3) rad, θ (P)]`` (the orientation and the

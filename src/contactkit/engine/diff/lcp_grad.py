@@ -1,6 +1,6 @@
 """Box-friction LCP of a batch of contact problems: exact solution and implicit differentiation at its active set.
 
-The problem is the engine's (:mod:`contactkit.engine.problem`, hybrid-contact paper eqs 5, 7, 8): ``u = Wλ + b`` with,
+The problem is the engine's (:mod:`contactkit.engine.problem`, pushing paper eqs 5, 7, 8): ``u = Wλ + b`` with,
 per contact, ``0 ≤ λ_n ⊥ u_n ≥ 0`` and per tangent direction ``λ_tj ∈ [-μλ_n, μλ_n]`` opposing ``u_tj`` (differentiable
 contact paper §IV-B: ``λ = LCP(A, b)``). A solution is characterised by its *active set*, one status per row
 (:class:`RowStatus`), and then solves the square linear system (:func:`active_set_system`)
@@ -16,7 +16,7 @@ rounds of a primal–dual active-set method), and a problem that still fails is 
 
 Backward (:func:`active_set_solve`, torch): the same system built from torch ``W`` and ``b`` and solved with
 ``torch.linalg.solve``. Its derivative is the implicit-function-theorem derivative of the LCP solution wherever the
-active set is locally constant (strict complementarity), i.e. ``∂λ/∂W`` and ``∂λ/∂b`` of paper §IV-D.
+active set is locally constant (strict complementarity), i.e. ``∂λ/∂W`` and ``∂λ/∂b`` of the placement paper §IV-D.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which feature pairs are in contact: a non-differentiable numpy query over convex pieces (paper §IV-B, eq 4).
+"""Which feature pairs touch: a non-differentiable numpy query over convex pieces (placement paper §IV-B, eq 4).
 
 For each pair of a tool piece ``T`` and an environment piece ``E`` whose bounding boxes come within the margin:
 

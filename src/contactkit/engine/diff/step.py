@@ -1,4 +1,4 @@
-"""Differentiable contact step of an impedance-controlled tool against a static environment (paper §IV, eqs 1, 5–8).
+"""Differentiable step of an impedance-controlled tool against a static environment (placement paper §IV, eqs 1, 5–8).
 
 The end-effector and the grasped object form one floating rigid body (paper §IV-A) with twist ``ξ = [v; ω]`` (tool
 origin velocity and angular velocity, world frame) and a constant spatial inertia ``M`` about the tool origin over a

@@ -1,4 +1,4 @@
-"""A trained Act-FIGNet / FIGNet+ model behind the ContactModel protocol (DESIGN.md).
+"""A trained Act-FIGNet / FIGNet+ model behind the ContactModel protocol (docs/architecture.md).
 
 ``step(history, action) -> (next state, F/T reading)`` runs the whole pipeline of paper §III-C: the action
 wrench (the impedance controller's, from a pose-delta command at the current state, :mod:`.actions`; or a
