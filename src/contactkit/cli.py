@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -271,7 +272,7 @@ def evaluate(
 
 
 def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
-             plots: Path | None = None, options: dict | None = None) -> None:
+             plots: Path | None = None, options: dict | None = None, results_dir: Path | None = None) -> None:
     from contactkit.eval.harness import markdown_of, run_measurement
 
     try:
@@ -285,14 +286,23 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
                 json_path=str(json_path) if json_path else None,
                 plots=str(plots) if plots else None,
                 options=options,
+                results_dir=results_dir,
+                argv=sys.argv,
             )
     except ContactkitError as exc:
         _fail(exc)
-    shown = {k: v for k, v in result.items() if k != "provenance"}
+    shown = {k: v for k, v in result.items() if k not in ("provenance", "stored")}
     console.print_json(json.dumps(shown, default=str))
     table = markdown_of(result)
     if table is not None:
         console.print(table, markup=False, highlight=False, soft_wrap=True)
+    reasons = result["provenance"]["not_stored"]
+    console.print(f"stored {result['stored']}" if "stored" in result else
+                  f"not stored in docs/results ({', '.join(reasons)})", markup=False, highlight=False)
+
+
+RESULTS_DIR_HELP = ("where an unrestricted full run is stored (default: docs/results of the source checkout "
+                    "contactkit runs from)")
 
 
 @app.command()
@@ -303,10 +313,11 @@ def benchmark(
     seed: int = 0,
     device: str = "cpu",
     checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
+    results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
 ) -> None:
-    """Run a speed benchmark (full runs are stored in docs/results/NAME.json)."""
+    """Run a speed benchmark (unrestricted full runs are stored in docs/results/NAME.json)."""
     _measure("benchmark", name, quick, json_path, seed, device,
-             options={"checkpoint": str(checkpoint) if checkpoint else None})
+             options={"checkpoint": str(checkpoint) if checkpoint else None}, results_dir=results_dir)
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:
@@ -332,18 +343,28 @@ def experiment(
         help="mpc-insertion: episodes per pairing (a partial run: written to --json only)")] = None,
     pairings: Annotated[str | None, typer.Option(
         help="mpc-insertion: comma-separated pairings (a partial run: written to --json only)")] = None,
+    results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
 ) -> None:
-    """Reproduce a paper experiment (full runs are stored in docs/results/NAME.json)."""
+    """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
     options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
                "episodes": episodes, "pairings": _names(pairings)}
-    _measure("experiment", name, quick, json_path, seed, device, plots, options)
+    _measure("experiment", name, quick, json_path, seed, device, plots, options, results_dir)
 
 
 @app.command()
-def results(results_dir: Path = Path("docs/results"), out: Path = Path("docs/RESULTS.md")) -> None:
+def results(
+    results_dir: Annotated[Path | None, typer.Option(help="default: docs/results of the source checkout")] = None,
+    out: Annotated[Path | None, typer.Option(help="default: docs/RESULTS.md of the source checkout")] = None,
+) -> None:
     """Regenerate docs/RESULTS.md (and each measurement's own NAME.md table) from the stored full-run JSON files."""
-    from contactkit.eval.results import refresh_tables, render_results
+    from contactkit.eval.results import default_results_page, refresh_tables, render_results
+    from contactkit.eval.store import default_results_dir
 
+    try:
+        results_dir = results_dir or default_results_dir()
+        out = out or default_results_page()
+    except ContactkitError as exc:
+        _fail(exc)
     tables = refresh_tables(results_dir)
     out.write_text(render_results(results_dir))
     console.print(f"wrote {out} and {len(tables)} table(s) in {results_dir}")

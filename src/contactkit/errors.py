@@ -21,3 +21,8 @@ class DatasetError(ContactkitError, OSError):
 
 class CheckpointError(ContactkitError, OSError):
     """A checkpoint is corrupt, foreign, or does not match the model it is loaded into."""
+
+
+class ResultStoreError(ContactkitError):
+    """A measurement's result cannot be stored in docs/results: no source checkout to store it in, unknown
+    provenance (command, versions), or a checkpoint it used that is not committed in the repository."""

@@ -178,6 +178,28 @@ def known_models(models) -> tuple[str, ...]:
     return tuple(models)
 
 
+CHECKPOINT_MODELS = frozenset({"act-fignet"})
+"""Models of :data:`MODEL_FACTORIES` that run only from a checkpoint."""
+
+
+def narrowing(options: dict) -> list[str]:
+    """Which of the harness ``options`` cut this run (or pf-tracking's) below its unrestricted default, one
+    reason each (:func:`contactkit.eval.harness.run_measurement` stores only runs with none).
+
+    ``episodes`` and ``pairings`` always narrow. ``models`` narrows when it leaves out a model that the run
+    would otherwise plan with: every model when ``checkpoint`` is given, else every model but those of
+    :data:`CHECKPOINT_MODELS` (a stored result may only use a committed checkpoint, and none is looked up by
+    default). ``checkpoint`` adds a model: never a narrowing.
+    """
+    reasons = [f"--{name} {options[name]}" for name in ("episodes", "pairings") if options.get(name) is not None]
+    if options.get("models") is not None:
+        default = set(MODEL_FACTORIES) - (set() if options.get("checkpoint") else CHECKPOINT_MODELS)
+        left_out = sorted(default - set(options["models"]))
+        if left_out:
+            reasons.append(f"--models leaves out {left_out}")
+    return reasons
+
+
 def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str,
                  modes: tuple[ActionMode, ...] = (ActionMode.POSE_DELTA,)
                  ) -> tuple[dict[str, ContactModel], list[dict]]:
@@ -361,6 +383,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     result = {
         "partial": episodes is not None or pairings is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
+        "checkpoint": str(act_fignet_checkpoint(budget)) if "act-fignet" in records else None,
         "missing": missing,
         "budget": asdict(budget),
         "planning_engine": {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(PLANNING_ENGINE).items()},

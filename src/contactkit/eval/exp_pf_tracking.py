@@ -39,6 +39,7 @@ from contactkit.estimation.tracking import (
     track,
 )
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
+from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
 from contactkit.scene import Scene
@@ -197,6 +198,12 @@ def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset
         touching = np.flatnonzero(np.linalg.norm(episode.wrenches[:, :3], axis=1) > CONTACT_FORCE_N)
         out.append((episode, applied, int(touching[0]) if touching.size else episode.n_steps))
     return out
+
+
+def narrowing(options: dict) -> list[str]:
+    """Harness options that cut this run below its default, one reason each: ``models`` leaving out a model the
+    run would track with (as for mpc-insertion, :func:`contactkit.eval.exp_mpc_insertion.narrowing`)."""
+    return _planning_narrowing(options)
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,

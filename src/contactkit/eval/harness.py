@@ -1,10 +1,12 @@
 """Run a named benchmark or experiment, attach provenance, and store full runs under docs/results/.
 
 A measurement module exposes ``run(quick: bool, seed: int, device: str) -> dict``. The harness adds the
-command line, seed, package versions and machine, writes ``--json`` when asked, and for a full run (not
-``--quick``) stores ``docs/results/NAME.json`` from which ``contactkit results`` builds docs/RESULTS.md. A
-result that says ``"partial": true`` (a run restricted by options, e.g. mpc-insertion's ``--episodes``) is not
-a full run: it goes to ``--json`` only, so it never replaces the stored full run.
+command (argv), seed, package versions, git commit, machine and the sha256 of every checkpoint used, and writes
+the result to ``--json`` when asked, and only there. An unrestricted full run (no ``--quick``, no ``--json``, no
+option that narrows it, not ``"partial"``) is stored as ``docs/results/NAME.json`` of the source checkout, from
+which ``contactkit results`` builds docs/RESULTS.md; the rules a stored result meets are in
+:mod:`contactkit.eval.store`. A module that loads checkpoints names them in its result (``checkpoint``: a path or
+None, or ``checkpoints``: a list); one that decides itself which options narrow it exposes ``narrowing(options)``.
 A module may also expose ``markdown(result) -> str``, its own table of the result: the harness then writes it
 next to every JSON it writes (``NAME.md``), and ``contactkit results`` shows it instead of the generic tables.
 """
@@ -16,12 +18,21 @@ import inspect
 import json
 import os
 import platform
-import sys
+import shlex
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
-from contactkit.errors import InvalidInputError
+from contactkit.errors import InvalidInputError, ResultStoreError
+from contactkit.eval.store import (
+    checkpoint_record,
+    committed_checkpoint,
+    default_results_dir,
+    git_state,
+    narrowing,
+    source_root,
+)
 
 BENCHMARKS = {
     "collect": "contactkit.eval.bench_collect",
@@ -40,22 +51,44 @@ EXPERIMENTS: dict[str, str] = {
 }
 """``contactkit experiment NAME`` → module with ``run``."""
 
-PACKAGES = ("numpy", "scipy", "torch", "mujoco", "coal", "h5py", "trimesh")
+PACKAGES = ("numpy", "scipy", "torch", "mujoco", "coal", "h5py", "trimesh", "safetensors")
+"""Packages whose versions every result records (with contactkit's own)."""
 
 
-def provenance(seed: int, quick: bool) -> dict:
-    """Command line, seed, versions and machine of this run."""
-    versions = {}
+def versions() -> dict[str, str | None]:
+    """Version of contactkit and of each of :data:`PACKAGES`: the installed distribution's, else the imported
+    module's ``__version__`` (a source tree on ``PYTHONPATH``), else None (not importable here)."""
+    found: dict[str, str | None] = {}
     for name in ("contactkit", *PACKAGES):
         try:
-            versions[name] = metadata.version(name)
+            found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            versions[name] = None
+            try:
+                found[name] = str(importlib.import_module(name).__version__)
+            except (ImportError, AttributeError):
+                found[name] = None
+    return found
+
+
+def command_of(argv: list[str] | None) -> str | None:
+    """The shell command line of a ``contactkit`` invocation whose ``sys.argv`` is ``argv`` (None: not a command)."""
+    return None if argv is None else shlex.join(["contactkit", *argv[1:]])
+
+
+def provenance(seed: int, quick: bool, argv: list[str] | None = None) -> dict:
+    """Command (``argv`` exactly as the process got it, and as a command line), seed, versions, git commit of the
+    source checkout (if any) and machine of this run."""
+    try:
+        git = git_state(source_root())
+    except ResultStoreError:
+        git = {"commit": None, "dirty": None}
     return {
-        "command": " ".join(["contactkit", *sys.argv[1:]]) if sys.argv else "",
+        "command": command_of(argv),
+        "argv": None if argv is None else list(argv),
         "seed": seed,
         "quick": quick,
-        "versions": versions,
+        "versions": versions(),
+        "git": git,
         "machine": {
             "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(),
@@ -79,6 +112,45 @@ def atomic_write_json(path: Path, payload: dict) -> None:
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
 
 
+def _write(path: Path, result: dict) -> None:
+    """``result`` as JSON at ``path``, and the measurement's own table next to it (``.md``) if it has one."""
+    atomic_write_json(path, result)
+    table = markdown_of(result)
+    if table is not None:
+        atomic_write_text(path.with_suffix(".md"), table)
+
+
+def checkpoints_used(result: dict, options: dict) -> list[str]:
+    """Checkpoint files a run used: its ``checkpoint`` option and what its result names under ``checkpoint``
+    (one path or None) or ``checkpoints`` (a list), in order, without repeats."""
+    named = [options.get("checkpoint"), result.get("checkpoint"), *(result.get("checkpoints") or [])]
+    return list(dict.fromkeys(str(p) for p in named if p is not None))
+
+
+def _storable(argv: list[str] | None) -> None:
+    """Raise when a run cannot be stored whatever its result: no command line, or a package version unknown."""
+    if argv is None:
+        raise ResultStoreError("a stored result needs the contactkit command that made it: run it as "
+                               "`contactkit benchmark|experiment ...` (run_measurement got no argv)")
+    unknown = sorted(name for name, version in versions().items() if version is None)
+    if unknown:
+        raise ResultStoreError(f"versions of {unknown} are unknown in this environment: install contactkit with "
+                               "its dependencies (pip install -e .) before storing a full run")
+
+
+def _store(name: str, result: dict, used: list[str], target: Path) -> None:
+    """Check the checkpoints ``used`` against the repository holding ``target`` and write ``result`` there (their
+    records repo-relative); when refused, write it to a temporary file that the error names (hours of work are
+    not thrown away)."""
+    try:
+        result["provenance"]["checkpoints"] = [committed_checkpoint(p, target.parent) for p in used]
+    except ResultStoreError as exc:
+        kept = Path(tempfile.gettempdir()) / f"contactkit-unstored-{name}.json"
+        _write(kept, result)
+        raise ResultStoreError(f"{exc}; {target} not written, the result is in {kept}") from exc
+    _write(target, result)
+
+
 def run_measurement(
     kind: str,
     name: str,
@@ -87,45 +159,60 @@ def run_measurement(
     seed: int = 0,
     device: str = "cpu",
     json_path: str | None = None,
-    results_dir: str | Path = "docs/results",
+    results_dir: str | Path | None = None,
     plots: str | None = None,
     options: dict | None = None,
+    argv: list[str] | None = None,
 ) -> dict:
     """Run benchmark/experiment ``name`` and return its result with provenance.
 
     ``plots`` (a folder) is passed to measurements that draw figures; ``options`` (keyword arguments of the
-    module's ``run``, e.g. ``models`` or ``checkpoint``) to measurements that take them.
+    module's ``run``, e.g. ``models`` or ``checkpoint``) to measurements that take them. ``argv`` is the
+    process's ``sys.argv`` when called by the ``contactkit`` command (recorded exactly; None from Python).
+
+    Where the result goes: ``json_path`` if given, and nothing else. Otherwise a full run (not ``quick``, not
+    ``"partial"``, not narrowed by its options, :func:`contactkit.eval.store.narrowing`) is stored as
+    ``results_dir/NAME.json`` (default: the source checkout's ``docs/results``), with every checkpoint it used
+    committed (:func:`contactkit.eval.store.committed_checkpoint`). The returned result's ``stored`` names that
+    file; ``provenance.not_stored`` lists why a run was not stored.
 
     Raises:
         InvalidInputError: unknown name (the message lists the known ones), or an option the measurement does
             not take.
+        ResultStoreError: a full run that cannot be stored (checked before the run where possible: no argv,
+            unknown versions, no results folder, an uncommitted ``checkpoint`` option; after it, a checkpoint the
+            result names that is not committed: the result is then kept in a temporary file the error names).
     """
     registry = BENCHMARKS if kind == "benchmark" else EXPERIMENTS
     if name not in registry:
         raise InvalidInputError(f"unknown {kind} {name!r}; available: {sorted(registry)}")
     module = importlib.import_module(registry[name])
-    started = time.perf_counter()
-    extra = {"plots": plots} if plots else {}
     options = {k: v for k, v in (options or {}).items() if v is not None}
     accepted = inspect.signature(module.run).parameters
     refused = sorted(k for k in options if k not in accepted)
     if refused:
         raise InvalidInputError(f"{kind} {name!r} takes no option {refused}")
-    extra.update(options)
-    result = module.run(quick=quick, seed=seed, device=device, **extra)
-    result = {
-        "name": name,
-        "kind": kind,
-        **result,
-        "provenance": {**provenance(seed, quick), "wall_s": time.perf_counter() - started},
-    }
-    table = markdown_of(result)
-    full = not quick and not result.get("partial", False)
-    targets = ([Path(json_path)] if json_path else []) + ([Path(results_dir) / f"{name}.json"] if full else [])
-    for path in targets:
-        atomic_write_json(path, result)
-        if table is not None:
-            atomic_write_text(path.with_suffix(".md"), table)
+    not_stored = (["--quick"] if quick else []) + (["--json"] if json_path else []) + narrowing(module, options)
+    target = None
+    if not not_stored:
+        _storable(argv)
+        target = (Path(results_dir) if results_dir is not None else default_results_dir()) / f"{name}.json"
+        if options.get("checkpoint") is not None:
+            committed_checkpoint(options["checkpoint"], target.parent)  # fail before hours of work
+    started = time.perf_counter()
+    extra = {"plots": plots} if plots else {}
+    result = module.run(quick=quick, seed=seed, device=device, **extra, **options)
+    if result.get("partial", False):
+        not_stored.append("partial result")
+    used = checkpoints_used(result, options)
+    result = {"name": name, "kind": kind, **result, "provenance": {
+        **provenance(seed, quick, argv), "wall_s": time.perf_counter() - started,
+        "checkpoints": [checkpoint_record(p) for p in used], "not_stored": not_stored or None}}
+    if json_path:
+        _write(Path(json_path), result)
+    if target is not None and not not_stored:
+        _store(name, result, used, target)
+        return {**result, "stored": str(target)}
     return result
 
 
