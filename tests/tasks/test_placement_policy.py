@@ -1,4 +1,4 @@
-"""The placement policy (eq 3): it reaches the goal in MuJoCo when it knows θ_gt (paper §VI-B), goes to the closest
+"""The placement paper's policy (eq 3): it reaches the goal in MuJoCo when it knows θ_gt (§VI-B), goes to the closest
 goal of the goal set, moves the reference by bounded steps and unloads while misaligned."""
 
 import numpy as np
