@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from contactkit.eval import bench_tight_insertion as bench
+from contactkit.eval import tight_insertion_sweep as peer
 
 CASE_KEYS = {"backend", "clearance_m", "load_case", "inserted", "final_depth_m", "max_wall_penetration_m",
-             "max_floor_penetration_m", "fz_std_hold_N", "ms_per_control_step"}
+             "max_floor_penetration_m", "fz_std_hold_N", "ms_per_control_step", "stopped_early", "wall_s_per_sim_s",
+             "simulated_s"}
 
 
 def test_geometric_clearance_is_checked_numerically():
@@ -49,22 +51,56 @@ def test_gauge_sees_a_tilted_peg_cross_the_rim():
     assert wall == pytest.approx(expected, rel=0.02)
 
 
-def test_tiny_run_reports_every_case_and_the_markdown_table(monkeypatch):
+def _tiny(monkeypatch, substeps):
     monkeypatch.setattr(bench, "HOLE_DEPTH", 0.004)
     monkeypatch.setattr(bench, "SEGMENTS", 48)  # 48 wall pieces rather than 128: MuJoCo stays quick in a smoke run
-    monkeypatch.setattr(bench, "DESCENT_SPEED", 0.05)
     monkeypatch.setattr(bench, "HOLD_S", 0.03)
-    result = bench.run(quick=True, seed=0, device="cpu")
-    assert len(result["cases"]) == len(bench.BACKENDS) * len(bench.LoadCase)
+    monkeypatch.setattr(peer, "QUICK_SUBSTEPS", substeps)
+    monkeypatch.setattr(peer, "SOLIMPS", {"default": peer.SOLIMPS["default"]})
+    return bench.run(quick=True, seed=0, device="cpu")
+
+
+def test_tiny_run_finds_the_peer_and_reports_every_case_and_the_markdown_table(monkeypatch):
+    """5 ms steps press the wall beyond 10 µm in the first (offset) case; 0.25 ms steps stay within it."""
+    result = _tiny(monkeypatch, (2, 40))
+    rows = result["peer_sweep"]["rows"]
+    assert [r["setting"]["n_substeps"] for r in rows] == [2, 40]
+    assert rows[0]["cases_passed"] == 0 and rows[0]["failed_case"] == "offset"
+    assert rows[0]["max_penetration_m"] > peer.PENETRATION_BOUND
+    assert rows[1]["cases_passed"] == 4 and rows[1]["max_penetration_m"] <= peer.PENETRATION_BOUND
+    assert result["mujoco_fastest_within_10um"] == rows[1]["setting"]
+    assert result["config"]["backends"][bench.FASTEST]["timestep"] == pytest.approx(2.5e-4)
+    backends = ("engine", "mujoco-default", bench.FASTEST)
+    assert len(result["cases"]) == len(backends) * len(bench.LoadCase)
     for case in result["cases"]:
-        assert set(case) == CASE_KEYS and case["clearance_m"] == bench.CLEARANCES[-1]
+        assert set(case) == CASE_KEYS and case["clearance_m"] == bench.CLEARANCES[-1] and not case["stopped_early"]
         assert np.isfinite(case["ms_per_control_step"]) and case["ms_per_control_step"] > 0.0
+        assert case["wall_s_per_sim_s"] > 0.0
     engine = [c for c in result["cases"] if c["backend"] == "engine"]
     assert all(c["inserted"] and c["max_wall_penetration_m"] < 1e-5 for c in engine)
-    assert result["speed_ratio_engine_vs_mujoco_best"] > 0.0
+    wall = result["wall_s_per_sim_s_mean"]
+    assert result[bench.RATIO_KEY] == pytest.approx(wall[bench.FASTEST] / wall["engine"])
     table = bench.markdown(result)
-    assert table.count("\n| ") == len(result["cases"]) and "held-tilt" in table and "mujoco-best" in table
+    assert table.count("\n| 0.065 ") == len(result["cases"]) and "held-tilt" in table and bench.FASTEST in table
+    assert table.count("\n| coarse ") == len(rows) and "| yes |" in table
     assert "step_size_study" not in result  # the study belongs to full runs
+
+
+def test_tiny_run_without_a_peer_says_so_and_has_no_ratio(monkeypatch):
+    result = _tiny(monkeypatch, (2,))
+    assert result["peer_sweep"]["met_bound"] == 0 and result["mujoco_fastest_within_10um"] is None
+    assert bench.RATIO_KEY in result and result[bench.RATIO_KEY] is None
+    assert {c["backend"] for c in result["cases"]} == {"engine", "mujoco-default"}
+    assert "none of the 1 tried settings" in result["mujoco_fastest_within_10um_note"]
+    assert "none (no setting met the bound)" in bench.markdown(result)
+
+
+def test_sweep_case_stops_early_beyond_the_bound(monkeypatch):
+    monkeypatch.setattr(bench, "SEGMENTS", 48)
+    record = bench.sweep_case(peer.make_setting(2), bench.LoadCase.OFFSET, peer.PENETRATION_BOUND)
+    assert record["error"] is None and not record["inserted"] and record["stopped_early"]
+    assert record["max_wall_penetration_m"] > peer.PENETRATION_BOUND
+    assert 0.0 < record["simulated_s"] < 0.5 and record["wall_s"] > 0.0 and record["cpu_s"] >= 0.0
 
 
 def test_step_size_study_rows_are_tabulated():

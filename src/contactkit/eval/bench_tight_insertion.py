@@ -1,6 +1,7 @@
 """Benchmark ``tight-insertion``: a 50 mm round peg into holes of 1, 0.3 and 0.065 mm radial clearance
 (the tight-tolerance paper's peg-in-hole: 0.065 mm), under the same impedance controller, in the engine and in
-MuJoCo with its default settings and with its best tuning (dt 0.25 ms, solref "0.0005 1"), in the same run.
+MuJoCo with its default settings and with the fastest setting found to meet the engine's penetration bound
+(``mujoco-fastest-within-10um``, :mod:`contactkit.eval.tight_insertion_sweep`), in the same run.
 
 Load cases (all start with the tip 1 mm inside the hole, centred; the position target then descends at
 ``DESCENT_SPEED`` to ``PRESS`` below the floor and holds for ``HOLD_S``):
@@ -12,8 +13,9 @@ Load cases (all start with the tip 1 mm inside the hole, centred; the position t
 
 Penetration is measured independently of every simulator's contact query, from the geometry
 (:class:`HoleGauge`): points densely sampled on the peg's edges against the hole's faces and floor, and
-points sampled on the hole's rim against the peg's faces. Speed is CPU time (``time.process_time``) of
-the simulator's ``step`` per 10 ms control step, on one core.
+points sampled on the hole's rim against the peg's faces. Speed is the wall-clock time
+(``time.perf_counter``) of the simulator's ``step`` per simulated second, with its CPU time
+(``time.process_time``) per 10 ms control step beside it, on one core.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import time
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld
+from contactkit.errors import ContactkitError
+from contactkit.eval import tight_insertion_sweep as peer
 from contactkit.geometry import face_normals
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec, rotvec_to_quat
@@ -55,7 +59,7 @@ HOLD_S = 0.5
 """Seconds held at the end; the F/T fz standard deviation is taken over them."""
 INSERTED_TOL = 5e-4
 """A peg whose tip ends within this of the floor [m] is inserted."""
-CONTROL_DT = 0.01
+CONTROL_DT = peer.CONTROL_DT
 EDGE_SAMPLES = 8
 """Points sampled per polygon edge of the peg and of the hole rim (besides the corners)."""
 AXIAL_PITCH = 5e-4
@@ -64,9 +68,13 @@ AXIAL_PITCH = 5e-4
 BACKENDS = {
     "engine": WorldParams(timestep=0.002, n_substeps=5),
     "mujoco-default": WorldParams(timestep=0.002, n_substeps=5),
-    "mujoco-best": WorldParams(timestep=0.00025, n_substeps=40, solref=(0.0005, 1.0)),
 }
-"""World parameters of each backend (all 10 ms control steps); the engine picks its own steps within."""
+"""World parameters of the fixed backends (10 ms control steps); the engine picks its own steps within.
+The third backend, :data:`FASTEST`, is the setting the run's sweep finds."""
+FASTEST = "mujoco-fastest-within-10um"
+"""Name of the backend row of the fastest MuJoCo setting within ``peer.PENETRATION_BOUND``."""
+RATIO_KEY = "speed_ratio_engine_vs_mujoco_fastest_within_10um"
+"""JSON key of the wall time per simulated second of :data:`FASTEST` ÷ the engine's (null if none is found)."""
 
 
 class LoadCase(enum.Enum):
@@ -174,47 +182,81 @@ def _targets(case: LoadCase, scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return start, quat, tilted if case is LoadCase.HELD_TILT else upright
 
 
-def run_case(backend: str, clearance: float, case: LoadCase, hold_s: float = HOLD_S,
-             engine: EngineParams | None = None) -> dict:
-    """One insertion: the per-case record of the benchmark (keys of the module's JSON); ``engine`` overrides
-    the engine's settings (default :class:`~contactkit.engine.params.EngineParams`)."""
+def _world(backend: str, scene, engine: EngineParams | None, setting: peer.MujocoSetting | None):
+    """The simulator of ``backend``: the engine under ``engine``, or MuJoCo under ``setting`` (default
+    ``BACKENDS[backend]`` with no noslip iterations; ``noslip_iterations`` is set on the built model)."""
+    if backend == "engine":
+        return EngineWorld(scene, BACKENDS["engine"], engine=engine)
+    setting = setting if setting is not None else peer.MujocoSetting(BACKENDS[backend])
+    world = MujocoWorld(scene, setting.params)
+    world.model.opt.noslip_iterations = setting.noslip_iterations
+    return world
+
+
+def run_case(backend: str, clearance: float, case: LoadCase, hold_s: float | None = None,
+             engine: EngineParams | None = None, setting: peer.MujocoSetting | None = None,
+             stop_above: float | None = None) -> dict:
+    """One insertion: the per-case record of the benchmark (keys of the module's JSON).
+
+    ``hold_s`` [s] defaults to ``HOLD_S``; ``engine`` overrides the engine's settings (default
+    :class:`~contactkit.engine.params.EngineParams`), ``setting`` MuJoCo's (default ``BACKENDS[backend]``).
+    ``stop_above`` [m], if given, ends the episode as soon as the wall or floor penetration exceeds it (the
+    sweep's early exit): the record then has ``stopped_early`` and is not inserted. Times, of ``step`` alone:
+    ``ms_per_control_step`` is CPU time, ``wall_s_per_sim_s`` wall-clock time per simulated second;
+    ``simulated_s`` is the simulated time run [s].
+    """
     scene = insertion_scene(clearance)
-    params = BACKENDS[backend]
-    world = EngineWorld(scene, params, engine=engine) if backend == "engine" else MujocoWorld(scene, params)
+    world = _world(backend, scene, engine, setting)
     gauge = HoleGauge(scene)
     start, quat, target_quat = _targets(case, scene)
     state = world.reset(BodyState.at_rest(start, quat))
     bottom = scene.target_pos[2]
     offset = np.array([OFFSET if case is LoadCase.OFFSET else 0.0, 0.0, 0.0])
     descent = int(math.ceil((start[2] - bottom + PRESS) / (DESCENT_SPEED * CONTROL_DT)))
-    hold = int(round(hold_s / CONTROL_DT))
-    wall = floor = 0.0
-    cpu, fz = 0.0, []
-    for k in range(descent + hold):
-        z = max(start[2] - DESCENT_SPEED * CONTROL_DT * (k + 1), bottom - PRESS)
-        target = np.array([0.0, 0.0, z]) + offset
+    total = descent + int(round((HOLD_S if hold_s is None else hold_s) / CONTROL_DT))
+    wall = floor = cpu = clock = 0.0
+    fz, steps, stopped = [], 0, False
+    while steps < total and not stopped:
+        z = max(start[2] - DESCENT_SPEED * CONTROL_DT * (steps + 1), bottom - PRESS)
         turn = quat_to_rotvec(quat_mul(target_quat, quat_conj(state.quat)))
-        command = np.concatenate([target - state.pos, turn])
-        began = time.process_time()
+        command = np.concatenate([np.array([0.0, 0.0, z]) + offset - state.pos, turn])
+        began, began_wall = time.process_time(), time.perf_counter()
         result = world.step(command, ActionMode.POSE_DELTA)
-        cpu += time.process_time() - began
+        cpu, clock = cpu + time.process_time() - began, clock + time.perf_counter() - began_wall
         state = result.state
         w, f = gauge.penetration(np.asarray(state.pos), np.asarray(state.quat))
         wall, floor = max(wall, w), max(floor, f)
-        if k >= descent:
+        if steps >= descent:
             fz.append(result.wrench[2])
-    depth = float(scene.meta["slot_top_z"] - state.pos[2])
+        steps += 1
+        stopped = stop_above is not None and max(wall, floor) > stop_above
     return {
         "backend": backend,
         "clearance_m": clearance,
         "load_case": case.value,
-        "inserted": bool(state.pos[2] - bottom <= INSERTED_TOL),
-        "final_depth_m": depth,
+        "inserted": bool(not stopped and state.pos[2] - bottom <= INSERTED_TOL),
+        "stopped_early": stopped,
+        "final_depth_m": float(scene.meta["slot_top_z"] - state.pos[2]),
         "max_wall_penetration_m": wall,
         "max_floor_penetration_m": floor,
         "fz_std_hold_N": float(np.std(fz)) if fz else float("nan"),
-        "ms_per_control_step": 1e3 * cpu / (descent + hold),
+        "ms_per_control_step": 1e3 * cpu / steps,
+        "wall_s_per_sim_s": clock / (steps * CONTROL_DT),
+        "simulated_s": steps * CONTROL_DT,
     }
+
+
+def sweep_case(setting: peer.MujocoSetting, case: LoadCase, stop_above: float) -> dict:
+    """The sweep's evaluation (:data:`contactkit.eval.tight_insertion_sweep.Evaluate`) of MuJoCo under
+    ``setting`` in one load case at the smallest clearance; a :class:`ContactkitError` (a diverged or refused
+    simulation) is a failed case whose ``error`` is its message."""
+    try:
+        r = run_case("mujoco-sweep", CLEARANCES[-1], case, setting=setting, stop_above=stop_above)
+    except ContactkitError as exc:
+        return {"inserted": False, "max_wall_penetration_m": 0.0, "max_floor_penetration_m": 0.0,
+                "wall_s": 0.0, "cpu_s": 0.0, "simulated_s": 0.0, "error": f"{type(exc).__name__}: {exc}"}
+    return {**r, "wall_s": r["wall_s_per_sim_s"] * r["simulated_s"],
+            "cpu_s": 1e-3 * r["ms_per_control_step"] * r["simulated_s"] / CONTROL_DT, "error": None}
 
 
 def oscillator_energy_error(max_step: float, seconds: float = 1.0) -> float:
@@ -264,14 +306,27 @@ def step_size_study(max_steps=(0.01, 0.005, 0.0025, 0.00125)) -> list[dict]:
     return rows
 
 
+SWEEP_ORDER = (LoadCase.OFFSET, LoadCase.HELD_TILT, LoadCase.ALIGNED, LoadCase.TILTED_START)
+"""Load cases of the sweep, hardest first (MuJoCo's deepest wall penetrations come first), so that a failing
+setting stops early."""
+
+
 def _warm_up() -> None:
     """Load the engine's compiled kernels before any timing (a one-off cost per process)."""
     run_case("engine", CLEARANCES[-1], LoadCase.ALIGNED, hold_s=0.0)
 
 
+def _means(cases: list[dict], key: str) -> dict:
+    """Mean of ``key`` over each backend's case records."""
+    backends = dict.fromkeys(r["backend"] for r in cases)
+    return {b: float(np.mean([r[key] for r in cases if r["backend"] == b])) for b in backends}
+
+
 def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
-    """Every backend × clearance × load case (``quick``: the 0.065 mm clearance only); a full run adds the
-    engine's :func:`step_size_study` under ``"step_size_study"``.
+    """Sweep MuJoCo for :data:`FASTEST` (:mod:`~contactkit.eval.tight_insertion_sweep`; ``quick``: its reduced
+    coarse pass), then every backend × clearance × load case (``quick``: the 0.065 mm clearance only); a full
+    run adds the engine's :func:`step_size_study` under ``"step_size_study"``. The speed ratio
+    (:data:`RATIO_KEY`) is of mean wall time per simulated second, :data:`FASTEST`'s ÷ the engine's.
 
     ``seed`` is recorded only (the benchmark draws no random numbers); ``device`` must be ``"cpu"`` (both
     simulators run on one CPU core).
@@ -279,22 +334,34 @@ def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     if device != "cpu":
         raise ValueError(f"tight-insertion runs on the CPU only, got device {device!r}")
     _warm_up()
+    rows = peer.sweep(SWEEP_ORDER, sweep_case, quick)
+    found = peer.summary(rows, SWEEP_ORDER, CLEARANCES[-1], quick)
+    settings = {b: peer.MujocoSetting(p) for b, p in BACKENDS.items() if b != "engine"}
+    if found["mujoco_fastest_within_10um"] is not None:
+        settings[FASTEST] = peer.setting_from_dict(found["mujoco_fastest_within_10um"])
+    backends = ["engine", *settings]
     clearances = CLEARANCES[-1:] if quick else CLEARANCES
-    cases = [run_case(b, c, case) for c in clearances for case in LoadCase for b in BACKENDS]
-    mean = {b: float(np.mean([r["ms_per_control_step"] for r in cases if r["backend"] == b])) for b in BACKENDS}
+    cases = [run_case(b, c, case, setting=settings.get(b)) for c in clearances for case in LoadCase for b in backends]
+    wall = _means(cases, "wall_s_per_sim_s")
     aligned, worst = geometric_clearance(insertion_scene(clearances[-1]))
     study = {} if quick else {"step_size_study": step_size_study()}
+    config = {b: {**s.params.to_dict(), "noslip_iterations": s.noslip_iterations} for b, s in settings.items()}
     return {
         "config": {
             "peg_diameter_m": 2 * PEG_RADIUS, "peg_length_m": PEG_LENGTH, "hole_depth_m": HOLE_DEPTH,
             "polygon_sides": SEGMENTS, "clearances_m": list(clearances), "tilt_rad": TILT, "offset_m": OFFSET,
             "descent_speed_m_s": DESCENT_SPEED, "press_m": PRESS, "hold_s": HOLD_S, "control_dt_s": CONTROL_DT,
-            "backends": {b: p.to_dict() for b, p in BACKENDS.items()}, "seed": seed,
+            "backends": {"engine": BACKENDS["engine"].to_dict(), **config}, "seed": seed,
             "smallest_clearance_checked_m": aligned, "smallest_clearance_any_yaw_m": worst,
         },
         "cases": cases,
-        "ms_per_control_step_mean": mean,
-        "speed_ratio_engine_vs_mujoco_best": mean["mujoco-best"] / mean["engine"],
+        "ms_per_control_step_mean": _means(cases, "ms_per_control_step"),
+        "wall_s_per_sim_s_mean": wall,
+        "max_penetration_m": {b: max(max(r["max_wall_penetration_m"], r["max_floor_penetration_m"])
+                                     for r in cases if r["backend"] == b) for b in backends},
+        "speed_ratio_engine_vs_mujoco_default": wall["mujoco-default"] / wall["engine"],
+        RATIO_KEY: wall[FASTEST] / wall["engine"] if FASTEST in wall else None,
+        **found,
         **study,
     }
 
@@ -307,19 +374,21 @@ def markdown(result: dict) -> str:
     """A markdown table of ``result["cases"]`` (one row per backend, clearance and load case)."""
     lines = [
         "| clearance [mm] | load case | backend | inserted | final depth [mm] | wall pen. [µm] | floor pen. [µm] "
-        "| fz std hold [N] | ms / control step |",
-        "|---:|---|---|---|---:|---:|---:|---:|---:|",
+        "| fz std hold [N] | ms / control step | wall s / sim s |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["cases"]:
         lines.append(
             f"| {r['clearance_m'] * 1e3:g} | {r['load_case']} | {r['backend']} | {'yes' if r['inserted'] else 'no'} "
             f"| {r['final_depth_m'] * 1e3:.2f} | {r['max_wall_penetration_m'] * 1e6:.1f} "
-            f"| {r['max_floor_penetration_m'] * 1e6:.1f} | {r['fz_std_hold_N']:.3g} | {r['ms_per_control_step']:.3g} |"
+            f"| {r['max_floor_penetration_m'] * 1e6:.1f} | {r['fz_std_hold_N']:.3g} | {r['ms_per_control_step']:.3g} "
+            f"| {r['wall_s_per_sim_s']:.3g} |"
         )
-    ratio = result.get("speed_ratio_engine_vs_mujoco_best")
-    if ratio is not None:
-        lines += ["", f"Speed ratio engine vs MuJoCo best (mean ms per control step of MuJoCo best ÷ engine's): "
-                      f"{ratio:.3g}"]
+    if RATIO_KEY in result:
+        ratio = result[RATIO_KEY]
+        lines += ["", f"Speed ratio engine vs {FASTEST} (mean wall time per simulated second of that setting ÷ "
+                      f"the engine's): {'none (no setting met the bound)' if ratio is None else f'{ratio:.3g}'}"]
+    lines.append(peer.markdown(result))
     study = result.get("step_size_study")
     if study:
         lines += ["", "Engine step size (0.065 mm cases; spring energy error over 1 s, undamped):", "",
