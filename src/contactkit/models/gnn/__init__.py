@@ -27,9 +27,11 @@ from contactkit.models.gnn.face_edges import (
     face_pairs_within,
 )
 from contactkit.models.gnn.graph import (
+    EdgeType,
     Graph,
     GraphConfig,
     ModelVariant,
+    NodeType,
     batch_graphs,
     build_graph,
     build_graphs,
@@ -46,6 +48,7 @@ from contactkit.models.gnn.triangles import triangle_pair_closest_points
 __all__ = [
     "Batch",
     "Checkpoint",
+    "EdgeType",
     "EncodeProcessDecode",
     "FaceEdges",
     "GnnContactModel",
@@ -56,6 +59,7 @@ __all__ = [
     "ImpedanceLaw",
     "ModelConfig",
     "ModelVariant",
+    "NodeType",
     "RotationAugmentation",
     "RunningNormalizer",
     "SceneArrays",

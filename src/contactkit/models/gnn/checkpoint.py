@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,13 +24,17 @@ import numpy as np
 import safetensors.torch
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, ContactkitError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
 
 FORMAT = "contactkit.gnn"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version written. 2: processor blocks per edge/node type (``layers.<l>.edge.<type>.mlp.<i>.*``)."""
+READABLE_VERSIONS = (1, 2)
+"""Versions read; version 1 tensors are renamed by :func:`upgrade_state_names`."""
+_V1_BLOCK_PARAM = re.compile(r"^(layers\.\d+\.(?:edge|node)\.[a-z]+)\.(\d+\.(?:weight|bias))$")
 MAX_HEADER_BYTES = 64 * 2**20
 """Largest accepted safetensors header [bytes]."""
 MAX_FILE_BYTES = 8 * 2**30
@@ -189,8 +194,9 @@ def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None
         found = meta.get("format") if isinstance(meta, dict) else None
         raise _fail(path, f"foreign safetensors file, not a contactkit GNN checkpoint (format {found!r}, "
                     f"expected {FORMAT!r})")
-    if meta.get("format_version") != str(FORMAT_VERSION):
-        raise _fail(path, f"format version {meta.get('format_version')!r}, this contactkit reads {FORMAT_VERSION}")
+    version = meta.get("format_version")
+    if version not in {str(v) for v in READABLE_VERSIONS}:
+        raise _fail(path, f"format version {version!r}, this contactkit reads {list(READABLE_VERSIONS)}")
     try:
         config = ModelConfig.from_dict(_meta_json(path, meta, "model_config"))
         spec_d = _meta_json(path, meta, "step_spec")
@@ -206,13 +212,26 @@ def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None
         tensors = safetensors.torch.load(data)
     except Exception as exc:  # the header was checked; anything left is corruption in the payload
         raise _fail(path, f"corrupt tensor data ({exc})") from None
-    model_state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    model_state = upgrade_state_names({k[6:]: v for k, v in tensors.items() if k.startswith("model.")},
+                                      int(version))
     for name, value in model_state.items():
         if value.is_floating_point() and not torch.isfinite(value).all():
             raise _fail(path, f"tensor {name!r} holds NaN or Inf")
     opt_meta = _meta_json(path, meta, "optimizer", required=False)
     return Checkpoint(path, config, step_spec, model_state, _optimizer_state(path, opt_meta, tensors),
                       _meta_json(path, meta, "train_state"))
+
+
+def upgrade_state_names(state: dict[str, torch.Tensor], version: int) -> dict[str, torch.Tensor]:
+    """Model tensor names of a checkpoint of format ``version`` renamed to this version's.
+
+    Version 1 kept each processor MLP directly under its edge or node type (``layers.3.edge.om.0.weight``);
+    version 2 wraps it in a block (``layers.3.edge.om.mlp.0.weight``). Values and the parameter order (hence
+    the optimizer state, indexed by it) are unchanged.
+    """
+    if version >= 2:
+        return dict(state)
+    return {_V1_BLOCK_PARAM.sub(r"\1.mlp.\2", k): v for k, v in state.items()}
 
 
 def _config_diff(found: ModelConfig, expected: ModelConfig) -> str:

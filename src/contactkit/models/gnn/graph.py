@@ -19,8 +19,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.face_edges import (
     FACE_FEATURE_LAYOUT,
     FaceEdges,
@@ -37,6 +37,66 @@ class ModelVariant(enum.Enum):
 
     ACT_FIGNET = "act_fignet"
     FIGNET_PLUS = "fignet_plus"
+
+
+class NodeType(enum.Enum):
+    """Node sets of the heterogeneous graph (paper §III-C.1); the value is the key of the latents."""
+
+    MESH = "mesh"
+    """V^M: mesh vertices, tool vertices first."""
+    OBJECT = "object"
+    """V^O: one node per body at its centre of mass, tool first."""
+    WORLD = "world"
+    """V^W: a force and a torque virtual world node per body (Act-FIGNet only)."""
+
+
+class EdgeType(enum.Enum):
+    """Edge sets of the heterogeneous graph (paper §III-C.1).
+
+    The value is the edge set's key: :class:`Graph` fields ``{value}_index``/``{value}_x`` (face edges:
+    ``face_senders``, ``face_receivers``, ``face_x``) and the parameter names of the processor's blocks.
+    The order is the order of the blocks' parameters in a checkpoint's optimizer state: do not reorder.
+    """
+
+    OBJECT_MESH = "om"
+    """E^{O→M}: object node to each of its mesh nodes (displacement vertex − CoM)."""
+    MESH_OBJECT = "mo"
+    """E^{M→O}: the reverse direction (negated displacement)."""
+    FACE = "face"
+    """E^{M↔M}: face-interaction mesh–mesh edges between colliding tool/environment faces (app. V-A.2.b)."""
+    WORLD_MESH = "wm"
+    """E^{W→M}: action edges, applied force/torque from the world nodes to the mesh nodes (eqs. 12–13)."""
+    MESH_WORLD = "mw"
+    """E^{M→W}: reaction edges from the mesh nodes to the world nodes; the F/T decoder reads them (eq. 6)."""
+
+    @property
+    def sender(self) -> NodeType:
+        """Node type at the tail of the edges (face edges: mesh nodes of the sender face)."""
+        return _EDGE_ENDS[self][0]
+
+    @property
+    def receiver(self) -> NodeType:
+        """Node type the messages of these edges are summed into."""
+        return _EDGE_ENDS[self][1]
+
+
+_EDGE_ENDS = {
+    EdgeType.OBJECT_MESH: (NodeType.OBJECT, NodeType.MESH), EdgeType.MESH_OBJECT: (NodeType.MESH, NodeType.OBJECT),
+    EdgeType.FACE: (NodeType.MESH, NodeType.MESH), EdgeType.WORLD_MESH: (NodeType.WORLD, NodeType.MESH),
+    EdgeType.MESH_WORLD: (NodeType.MESH, NodeType.WORLD),
+}
+_WORLD_EDGES = (EdgeType.WORLD_MESH, EdgeType.MESH_WORLD)
+
+
+def node_types(variant: ModelVariant) -> tuple[NodeType, ...]:
+    """The node sets a variant's graph has, in enum order (FIGNet+ has no world nodes)."""
+    return tuple(t for t in NodeType if t is not NodeType.WORLD or ModelVariant(variant) is ModelVariant.ACT_FIGNET)
+
+
+def edge_types(variant: ModelVariant) -> tuple[EdgeType, ...]:
+    """The edge sets a variant's graph has, in enum order (FIGNet+ has no world↔mesh edges)."""
+    act = ModelVariant(variant) is ModelVariant.ACT_FIGNET
+    return tuple(t for t in EdgeType if act or t not in _WORLD_EDGES)
 
 
 @dataclass(frozen=True)

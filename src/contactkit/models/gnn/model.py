@@ -5,6 +5,8 @@
   edge from ``[edge, sender, receiver]``, sums the new edge latents per receiver and edge type, updates
   every node from ``[node, sums...]``; inputs are added to outputs (residual). A face edge is updated
   from its latent and its six nodes and split into three messages, one per receiver vertex (eq. 17).
+  One block per edge type (:class:`EdgeBlock`, :class:`FaceBlock`, keyed by :class:`EdgeType`) and per
+  node type (:class:`NodeBlock`, keyed by :class:`NodeType`); scatter-sums are ``index_add_``.
 * Decoders: vertex accelerations from mesh latents (eq. 5); F/T from the tool mesh→world edges averaged
   over tool vertices (eqs. 6–7) for Act-FIGNet, or from the tool object→mesh edges for FIGNet+.
 
@@ -20,9 +22,19 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
-from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant, feature_layouts, layout_dim
+from contactkit.model import ActionMode
+from contactkit.models.gnn.graph import (
+    EdgeType,
+    Graph,
+    GraphConfig,
+    ModelVariant,
+    NodeType,
+    edge_types,
+    feature_layouts,
+    layout_dim,
+    node_types,
+)
 from contactkit.models.gnn.normalize import RunningNormalizer
 
 LEGACY_ACTION_MODE = ActionMode.WRENCH
@@ -100,46 +112,99 @@ def init_parameters(module: nn.Module, generator: torch.Generator) -> None:
 
 
 def _sum_to(n: int, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``(n, D)`` sums of the rows of ``values`` (E, D) by ``index`` (E,) (the scatter-sum of eq. 4)."""
     return values.new_zeros((n, values.shape[-1])).index_add_(0, index, values)
 
 
-class ProcessorLayer(nn.Module):
-    """One message-passing step l (eqs. 3–4 for every edge type, eqs. 15–17 for face edges)."""
+class EdgeBlock(nn.Module):
+    """Edge update of eq. 3 for one pairwise edge type: ``e' = MLP([e, v_sender, v_receiver])``."""
+
+    def __init__(self, edge_type: EdgeType, cfg: ModelConfig):
+        super().__init__()
+        if edge_type is EdgeType.FACE:
+            raise InvalidInputError("face edges have their own block (FaceBlock), not an EdgeBlock")
+        self.edge_type = edge_type
+        self.mlp = mlp(3 * cfg.latent_dim, cfg.hidden_dim, cfg.latent_dim, cfg.mlp_layers, True)
+
+    def forward(self, edge: torch.Tensor, sender: torch.Tensor, receiver: torch.Tensor,
+                index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """New edge latents ``(E, L)`` and their sums per receiver node ``(NR, L)``.
+
+        Args: edge ``(E, L)``, sender ``(NS, L)`` and receiver ``(NR, L)`` latents; index ``(2, E)`` rows
+        (sender id, receiver id).
+        """
+        new = self.mlp(torch.cat([edge, sender[index[0]], receiver[index[1]]], dim=-1))
+        return new, _sum_to(receiver.shape[0], index[1], new)
+
+
+class FaceBlock(nn.Module):
+    """Face-interaction mesh–mesh edges (eqs. 15–17): ``e' = MLP([e, v_s1..3, v_r1..3])``, ``(EF, 3L)``,
+    split into three messages of width ``L``, message ``i`` summed into receiver vertex ``i``."""
+
+    edge_type = EdgeType.FACE
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        L, H, n = cfg.latent_dim, cfg.hidden_dim, cfg.mlp_layers
-        self.act = cfg.graph.variant is ModelVariant.ACT_FIGNET
-        self.edge = nn.ModuleDict({"om": mlp(3 * L, H, L, n, True), "mo": mlp(3 * L, H, L, n, True),
-                                   "face": mlp(9 * L, H, 3 * L, n, True)})
-        self.node = nn.ModuleDict({"mesh": mlp((4 if self.act else 3) * L, H, L, n, True),
-                                   "object": mlp(2 * L, H, L, n, True)})
-        if self.act:
-            self.edge.update({"wm": mlp(3 * L, H, L, n, True), "mw": mlp(3 * L, H, L, n, True)})
-            self.node["world"] = mlp(2 * L, H, L, n, True)
+        L = cfg.latent_dim
+        self.mlp = mlp(9 * L, cfg.hidden_dim, 3 * L, cfg.mlp_layers, True)
 
-    def _edge(self, name, lat, g, src, dst):
-        index = getattr(g, f"{name}_index")
-        return self.edge[name](torch.cat([lat[name], lat[src][index[0]], lat[dst][index[1]]], dim=-1))
+    def forward(self, face: torch.Tensor, mesh: torch.Tensor, senders: torch.Tensor,
+                receivers: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """New face latents ``(EF, 3L)`` and the per-mesh-node sums of their messages ``(NM, L)``.
+
+        Args: face ``(EF, 3L)`` and mesh ``(NM, L)`` latents; senders, receivers ``(EF, 3)`` ranked mesh ids.
+        """
+        ends = [mesh[senders[:, i]] for i in range(3)] + [mesh[receivers[:, i]] for i in range(3)]
+        new = self.mlp(torch.cat([face, *ends], dim=-1))
+        messages = new.reshape(-1, mesh.shape[-1])  # (EF·3, L): message i goes to receiver i
+        return new, _sum_to(mesh.shape[0], receivers.reshape(-1), messages)
+
+
+class NodeBlock(nn.Module):
+    """Node update of eq. 4 for one node type: ``v' = MLP([v, Σe'_1, ..., Σe'_k])`` over ``incoming``."""
+
+    def __init__(self, node_type: NodeType, incoming: tuple[EdgeType, ...], cfg: ModelConfig):
+        super().__init__()
+        self.node_type, self.incoming = node_type, incoming
+        L = cfg.latent_dim
+        self.mlp = mlp((1 + len(incoming)) * L, cfg.hidden_dim, L, cfg.mlp_layers, True)
+
+    def forward(self, node: torch.Tensor, sums: dict[EdgeType, torch.Tensor]) -> torch.Tensor:
+        """New node latents ``(N, L)`` from ``node`` ``(N, L)`` and each incoming type's per-node sums ``(N, L)``."""
+        return self.mlp(torch.cat([node, *(sums[t] for t in self.incoming)], dim=-1))
+
+
+def incoming_edges(variant: ModelVariant) -> dict[NodeType, tuple[EdgeType, ...]]:
+    """The edge types whose messages each node type sums, in the order of its node MLP's input blocks."""
+    types = edge_types(variant)
+    return {n: tuple(t for t in types if t.receiver is n) for n in node_types(variant)}
+
+
+class ProcessorLayer(nn.Module):
+    """One message-passing step l: every edge block (eq. 3; eqs. 15–17 for face edges), then every node
+    block (eq. 4), inputs added to outputs. Blocks live in ``edge[EdgeType.value]`` and ``node[NodeType.value]``.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        variant = cfg.graph.variant
+        self.edge = nn.ModuleDict(
+            {t.value: FaceBlock(cfg) if t is EdgeType.FACE else EdgeBlock(t, cfg) for t in edge_types(variant)}
+        )
+        self.node = nn.ModuleDict({n.value: NodeBlock(n, inc, cfg) for n, inc in incoming_edges(variant).items()})
 
     def forward(self, lat: dict[str, torch.Tensor], g: Graph) -> dict[str, torch.Tensor]:
-        """Updated latents (same keys and shapes as ``lat``)."""
-        n_mesh, n_obj = lat["mesh"].shape[0], lat["object"].shape[0]
-        new = {"om": self._edge("om", lat, g, "object", "mesh"), "mo": self._edge("mo", lat, g, "mesh", "object")}
-        m = lat["mesh"]
-        ends = [m[g.face_senders[:, i]] for i in range(3)] + [m[g.face_receivers[:, i]] for i in range(3)]
-        new["face"] = self.edge["face"](torch.cat([lat["face"], *ends], dim=-1))
-        face_msgs = new["face"].reshape(-1, m.shape[-1])  # (EF·3, L): message i goes to receiver i
-        agg = [_sum_to(n_mesh, g.om_index[1], new["om"]), _sum_to(n_mesh, g.face_receivers.reshape(-1), face_msgs)]
-        if self.act:
-            new["wm"] = self._edge("wm", lat, g, "world", "mesh")
-            new["mw"] = self._edge("mw", lat, g, "mesh", "world")
-            agg.append(_sum_to(n_mesh, g.wm_index[1], new["wm"]))
-            new["world"] = self.node["world"](
-                torch.cat([lat["world"], _sum_to(lat["world"].shape[0], g.mw_index[1], new["mw"])], dim=-1)
-            )
-        new["mesh"] = self.node["mesh"](torch.cat([m, *agg], dim=-1))
-        new["object"] = self.node["object"](torch.cat([lat["object"], _sum_to(n_obj, g.mo_index[1], new["mo"])], -1))
+        """Updated latents (same keys and shapes as ``lat``: node and edge type values)."""
+        new, sums = {}, {}
+        for block in self.edge.values():
+            t = block.edge_type
+            if t is EdgeType.FACE:
+                new[t.value], sums[t] = block(lat[t.value], lat[NodeType.MESH.value], g.face_senders, g.face_receivers)
+            else:
+                new[t.value], sums[t] = block(lat[t.value], lat[t.sender.value], lat[t.receiver.value],
+                                              getattr(g, f"{t.value}_index"))
+        for block in self.node.values():
+            new[block.node_type.value] = block(lat[block.node_type.value], sums)
         return {k: lat[k] + new[k] for k in lat}
 
 
