@@ -4,9 +4,8 @@ The most used pieces are re-exported here; subpackages hold the rest (geometry, 
 engine, models, estimation, control, tasks, data, eval, report).
 """
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, ContactkitError, DatasetError, GeometryError, InvalidInputError
-from contactkit.model import ContactModel, rollout
+from contactkit.model import ActionMode, ContactModel, rollout
 from contactkit.physics import WorldParams, load_world
 from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
 from contactkit.state import BodyState, stack_states

@@ -1,18 +1,78 @@
-"""The one question every simulator and learned model answers (DESIGN.md "Interfaces").
+"""The shared vocabulary of every simulator, learned model and consumer (docs/architecture.md).
 
-``step(history, action) -> (next_state, wrench)``: given the tool's recent states and an action, predict
-the next state and the F/T reading during the step. Estimators and planners hold a ``ContactModel`` and
-never know whether it is MuJoCo, the contactkit engine, or a learned graph network.
+* :class:`ActionMode`: what a 6-D action means (a wrench, or a pose-target displacement).
+* :class:`StepResult` and :class:`World`: a simulated (or logged) cell — ``reset``, ``step(action) ->
+  StepResult``, its ``scene`` and ``params``. :class:`contactkit.mujoco.MujocoWorld` and
+  :class:`contactkit.engine.EngineWorld` are Worlds; ``run_episode``, the datasets and the gym
+  environments take any World.
+* :class:`ContactModel`: ``step(history, action) -> (next_state, wrench)``: given the tool's recent states
+  and an action, predict the next state and the F/T reading during the step. Estimators and planners hold
+  a ``ContactModel`` and never know whether it is MuJoCo, the contactkit engine, or a learned graph network.
+
+This module is the lowest layer of contactkit: it imports only :mod:`contactkit.state` (and, for type
+annotations only, the scene and world parameters).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.state import BodyState
+
+if TYPE_CHECKING:
+    from contactkit.physics import WorldParams
+    from contactkit.scene import Scene
+
+
+class ActionMode(str, Enum):
+    """What a 6-D action means."""
+
+    WRENCH = "wrench"
+    """A wrench (force [N], torque [N·m]) in the world frame about the tool origin, added to gravity compensation."""
+    POSE_DELTA = "pose-delta"
+    """A displacement of the impedance target from the current pose: position [m], rotation vector [rad]."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one control step of a :class:`World` produced.
+
+    Attributes:
+        state: tool state after the step (world frame).
+        wrench: ``(6,)`` F/T reading, sensor frame [N, N·m], mean over the control period, noise and bias added.
+        applied: ``(6,)`` mean wrench the controller applied, world frame, about the tool origin [N, N·m],
+            gravity compensation included.
+    """
+
+    state: BodyState
+    wrench: np.ndarray
+    applied: np.ndarray
+
+
+@runtime_checkable
+class World(Protocol):
+    """A simulated (or logged) cell holding one tool: what ``run_episode`` and the gym environments take.
+
+    Attributes:
+        scene: the static description (:class:`contactkit.scene.Scene`).
+        params: the physics parameters (:class:`contactkit.physics.WorldParams`); ``params.control_dt`` is the
+            duration of one :meth:`step` [s].
+    """
+
+    scene: Scene
+    params: WorldParams
+
+    def reset(self, state: BodyState | None = None) -> BodyState:
+        """Reset to the unbatched ``state`` (default: the scene's initial pose at rest), world frame; return it."""
+        ...
+
+    def step(self, command: np.ndarray, mode: ActionMode) -> StepResult:
+        """Advance one control step under the ``(6,)`` action ``command`` read in ``mode``."""
+        ...
 
 
 @runtime_checkable

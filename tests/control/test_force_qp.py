@@ -148,3 +148,18 @@ def test_warm_start_reaches_the_same_solution():
 def test_bad_input_is_refused(bad):
     with pytest.raises(InvalidInputError):
         bad()
+
+
+def test_feature_layout_matches_the_linear_models_eq18_features():
+    """force_qp keeps its own copy of the eq-18 layout (control does not import models): the two agree."""
+    from contactkit.control.force_qp import BIAS_INDEX, COMMAND_SLICE, POSE_FEATURE_DIM, STATE_SLICE
+    from contactkit.models.linear import POSE_FEATURE_DIM as MODEL_DIM
+
+    rng = np.random.default_rng(0)
+    r, r_des, phi = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+    R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    w = PoseCommandFeatures()(r, R, r_des, phi)
+    assert POSE_FEATURE_DIM == MODEL_DIM == w.shape[-1]
+    np.testing.assert_allclose(w[COMMAND_SLICE], np.concatenate([r_des, phi]))
+    np.testing.assert_allclose(w[STATE_SLICE][:3], r)
+    assert w[BIAS_INDEX] == 1.0

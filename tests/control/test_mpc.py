@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.control.mpc import ActionScale, MPCAgent, MPCConfig, make_objective, mpc_reset, mpc_step
 from contactkit.errors import InvalidInputError
-from contactkit.model import ContactModel
+from contactkit.model import ActionMode, ContactModel
 from contactkit.mujoco.model import MujocoContactModel
 from contactkit.state import BodyState
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
+from contactkit.tasks.reward import goal_reward
 
 GOAL = np.array([0.02, -0.01, 0.005])
 """Goal of the kinematic tests [m]."""
@@ -62,8 +62,7 @@ def test_kinematic_point_is_a_contact_model():
 
 def test_mpc_drives_an_exact_model_to_the_goal():
     model = KinematicPoint()
-    agent = MPCAgent(model, _config(population=100, iterations=5), None, np.random.default_rng(0),
-                     reward=_distance_reward)
+    agent = MPCAgent(model, _config(population=100, iterations=5), _distance_reward, np.random.default_rng(0))
     state = _start()
     agent.reset(state)
     distances = []
@@ -119,7 +118,7 @@ def test_history_window_holds_the_last_observed_states():
 
 def test_same_seed_same_actions():
     def actions(seed):
-        agent = MPCAgent(KinematicPoint(), _config(), None, np.random.default_rng(seed), reward=_distance_reward)
+        agent = MPCAgent(KinematicPoint(), _config(), _distance_reward, np.random.default_rng(seed))
         agent.reset(_start())
         return np.stack([agent.act(_start()) for _ in range(4)])
 
@@ -132,7 +131,7 @@ def test_refuses_a_wrench_model_and_acting_before_reset():
     wrench_model.action_mode = ActionMode.WRENCH
     with pytest.raises(InvalidInputError, match="pose-delta"):
         mpc_reset(wrench_model, _config(), _start())
-    agent = MPCAgent(KinematicPoint(), _config(), None, np.random.default_rng(0), reward=_distance_reward)
+    agent = MPCAgent(KinematicPoint(), _config(), _distance_reward, np.random.default_rng(0))
     with pytest.raises(InvalidInputError, match="reset"):
         agent.act(_start())
     with pytest.raises(InvalidInputError, match="positive"):
@@ -150,7 +149,7 @@ def test_ground_truth_mpc_finishes_an_insertion():
     every run succeeded within 3 steps; holding still never succeeds, see the next test)."""
     env, start = _inserting_env()
     config = MPCConfig.table_iv(env.scale, horizon=4, population=20, iterations=2, replan_every=2)
-    agent = MPCAgent(MujocoContactModel(env.scene), config, env.scene, np.random.default_rng(0))
+    agent = MPCAgent(MujocoContactModel(env.scene), config, goal_reward(env.scene), np.random.default_rng(0))
     obs, _ = env.reset(seed=0, options={"state": start})
     agent.reset(split_observation(obs)[0])
     terminated = truncated = False

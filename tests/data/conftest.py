@@ -10,8 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.schema import DatasetMeta, Episode
+from contactkit.model import ActionMode
 
 FILES = Path(__file__).parent / "files"
 

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.state import STATE_DIM, BodyState
 
 

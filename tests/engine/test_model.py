@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.model import EngineContactModel
 from contactkit.engine.world import EngineWorld
 from contactkit.errors import InvalidInputError
-from contactkit.model import ContactModel, rollout
+from contactkit.model import ActionMode, ContactModel, rollout
 from contactkit.state import BodyState
 from contactkit.tasks.scenes import peg_in_hole
 

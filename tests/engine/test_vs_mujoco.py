@@ -4,8 +4,8 @@ scenes: a tilted box dropped on the table (rest pose, F/T), a box sliding to a s
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.world import EngineWorld
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import rotvec_to_quat

@@ -25,9 +25,9 @@ import math
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld
+from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
 from contactkit.scene import ImpedanceGains

@@ -4,7 +4,6 @@ of the applied wrench, impedance equilibrium, reproducibility, and the collect /
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.data.reader import open_dataset
 from contactkit.engine.integrators import Integrator
@@ -12,7 +11,7 @@ from contactkit.engine.model import EngineContactModel
 from contactkit.engine.params import EngineParams, SolverKind
 from contactkit.engine.world import EngineWorld
 from contactkit.errors import InvalidInputError
-from contactkit.model import ContactModel
+from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
 from contactkit.state import BodyState

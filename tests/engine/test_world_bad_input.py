@@ -6,10 +6,10 @@ penetration is projected out without adding velocity); the state never holds NaN
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
 from contactkit.scene import Tool
 from contactkit.state import BodyState

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
 from contactkit.estimation.tracking import (
@@ -20,7 +19,7 @@ from contactkit.estimation.tracking import (
     perturbed_pose,
     track,
 )
-from contactkit.model import rollout
+from contactkit.model import ActionMode, rollout
 from contactkit.mujoco.model import MujocoContactModel
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.rotations import quat_angle_between, rotvec_to_quat

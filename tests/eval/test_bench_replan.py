@@ -8,6 +8,7 @@ from contactkit.eval import bench_replan
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, build_models
 from contactkit.physics import WorldParams
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv
+from contactkit.tasks.reward import goal_reward
 
 TINY = InsertionBudget(("square", "circle-in-square"), episodes_per_pairing=1, max_steps=10, horizon=4,
                        population=6, iterations=2, replan_every=2)
@@ -47,7 +48,7 @@ def episode():
     models, _ = build_models(env.scene, WorldParams(), InsertionBudget(("square",), 1, 10, models=("ground-truth",)),
                              "cpu")
     config = MPCConfig.table_iv(env.scale, horizon=3, population=4, iterations=1, replan_every=2)
-    agent = MPCAgent(models["ground-truth"], config, env.scene, np.random.default_rng(0))
+    agent = MPCAgent(models["ground-truth"], config, goal_reward(env.scene), np.random.default_rng(0))
     return env, models["ground-truth"], config, agent
 
 

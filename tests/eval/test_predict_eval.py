@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.collect import CollectSpec, collect, random_start, run_episode
 from contactkit.data.schema import DatasetMeta
 from contactkit.data.writer import DatasetWriter
@@ -31,6 +30,7 @@ from contactkit.eval.predict_eval import (
     sample_transitions,
     training_data,
 )
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import load_world
 from contactkit.tasks.scenes import peg_in_hole

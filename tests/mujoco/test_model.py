@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
-from contactkit.model import ContactModel, rollout
+from contactkit.model import ActionMode, ContactModel, rollout
 from contactkit.mujoco import MujocoContactModel, MujocoWorld
 from contactkit.rotations import rotvec_to_quat
 from contactkit.state import BodyState, stack_states

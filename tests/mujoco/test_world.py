@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.control.policies import SpiralPolicy
 from contactkit.data.collect import run_episode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.mujoco import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_to_mat, rotvec_to_quat

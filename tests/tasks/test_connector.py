@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
 from contactkit.geometry import signed_volume, validate_part
+from contactkit.model import ActionMode
 from contactkit.mujoco import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.tasks.connector import (

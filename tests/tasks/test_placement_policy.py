@@ -4,7 +4,7 @@ goal of the goal set, moves the reference by bounded steps and unloads while mis
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec, rotvec_to_quat
 from contactkit.tasks.placement import (

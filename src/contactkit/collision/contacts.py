@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contactkit.collision.coal_shapes import CoalPiece, coal_piece, placed_piece, stack_planes, stack_vertices
+from contactkit.collision.contact_set import Contacts
 from contactkit.collision.manifold import (
     candidates,
     near_vertices,
@@ -36,7 +37,6 @@ from contactkit.collision.manifold import (
     surface_gaps,
     world_planes,
 )
-from contactkit.engine.problem import Contacts
 from contactkit.errors import InvalidInputError
 from contactkit.scene import Scene
 

@@ -2,7 +2,7 @@
 
 from contactkit.control.force_qp import ForceQPConfig, ForceQPSolution, solve_force_clip, solve_force_qp
 from contactkit.control.icem import ICEMConfig, ICEMState, initial_state, optimize, shift
-from contactkit.control.impedance import ActionMode, damping_gains, impedance_wrench, pose_target
+from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
 from contactkit.control.mpc import ActionScale, MPCAgent, MPCConfig, MPCState, make_objective, mpc_reset, mpc_step
 from contactkit.control.policies import (
     CirclePolicy,
@@ -11,6 +11,7 @@ from contactkit.control.policies import (
     SpiralPolicy,
     make_policy,
 )
+from contactkit.model import ActionMode
 
 __all__ = [
     "ActionMode", "ActionScale", "CirclePolicy", "ForceQPConfig", "ForceQPSolution", "ICEMConfig", "ICEMState",

@@ -27,7 +27,10 @@ import osqp
 from scipy import sparse
 
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.models.linear.features import POSE_FEATURE_DIM
+
+POSE_FEATURE_DIM = 3 + 9 + 3 + 3 + 1
+"""n_w of the LML paper's eq 18 features (position, vec(R), commanded position, axis-angle command, bias);
+equal to :data:`contactkit.models.linear.features.POSE_FEATURE_DIM` (a test checks it)."""
 
 STATE_SLICE = slice(0, 12)
 """Entries of the eq-18 feature vector that describe the tool pose: ``r`` (3) and ``vec(R)`` (9)."""

@@ -9,8 +9,6 @@ footnote 3) without the arm: the tool is the only body (Act-FIGNet paper §III-B
 
 from __future__ import annotations
 
-from enum import Enum
-
 import numpy as np
 
 from contactkit.errors import InvalidInputError
@@ -19,15 +17,6 @@ from contactkit.scene import ImpedanceGains
 
 GRAVITY = 9.81
 """Standard gravity [m/s²] along −z."""
-
-
-class ActionMode(str, Enum):
-    """What a 6-D action means."""
-
-    WRENCH = "wrench"
-    """A wrench (force [N], torque [N·m]) in the world frame about the tool origin, added to gravity compensation."""
-    POSE_DELTA = "pose-delta"
-    """A displacement of the impedance target from the current pose: position [m], rotation vector [rad]."""
 
 
 def _clip_norm(v: np.ndarray, limit: float) -> np.ndarray:

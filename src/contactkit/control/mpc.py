@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from contactkit.control.icem import ICEMConfig, ICEMInfo, ICEMState, initial_state, optimize, shift
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
-from contactkit.model import ContactModel, rollout
-from contactkit.scene import ImpedanceGains, Scene
+from contactkit.model import ActionMode, ContactModel, rollout
+from contactkit.scene import ImpedanceGains
 from contactkit.state import BodyState
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
     "MPCConfig",
     "MPCState",
     "StepReward",
-    "goal_reward",
     "make_objective",
     "mpc_reset",
     "mpc_step",
@@ -146,14 +144,6 @@ class MPCState:
     history: BodyState
 
 
-def goal_reward(scene: Scene) -> StepReward:
-    """Eq 9 of act-fignet for ``scene``'s slot (see :func:`contactkit.tasks.reward.insertion_reward`)."""
-    from contactkit.tasks.reward import InsertionGoal, insertion_reward
-
-    goal = InsertionGoal.from_scene(scene)
-    return lambda states: insertion_reward(states.pos, states.quat, goal)
-
-
 def _window(model: ContactModel, state: BodyState) -> BodyState:
     """``(H,)`` history of a tool that has been at ``state`` for ``model.history`` steps."""
     h = int(model.history)
@@ -253,15 +243,13 @@ class MPCAgent:
     Args:
         model: the ContactModel planned with (``POSE_DELTA`` actions).
         config: MPC settings (:meth:`MPCConfig.table_iv` for the paper's).
-        scene: the task scene; the default reward is eq 9 towards its slot bottom.
+        reward: per-step reward of predicted states (the task's, e.g.
+            :func:`contactkit.tasks.reward.goal_reward` for the peg-in-hole task's eq 9).
         rng: source of randomness of the planner.
-        reward: per-step reward replacing eq 9.
     """
 
-    def __init__(self, model: ContactModel, config: MPCConfig, scene: Scene, rng: np.random.Generator,
-                 reward: StepReward | None = None):
-        self.model, self.config, self.scene, self.rng = model, config, scene, rng
-        self.reward = reward if reward is not None else goal_reward(scene)
+    def __init__(self, model: ContactModel, config: MPCConfig, reward: StepReward, rng: np.random.Generator):
+        self.model, self.config, self.reward, self.rng = model, config, reward, rng
         self._state: MPCState | None = None
         self.replan_seconds: list[float] = []
         self.last_info: ICEMInfo | None = None

@@ -14,8 +14,8 @@ from enum import Enum
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
 from contactkit.scene import Scene
 from contactkit.state import BodyState

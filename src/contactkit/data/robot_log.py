@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
 from contactkit.errors import DatasetError
+from contactkit.model import ActionMode
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
 
 TIME_COLUMN = "t"

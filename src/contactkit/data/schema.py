@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import DatasetError, InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.state import QUAT_NORM_TOL, BodyState
 
 FORMAT_NAME = "contactkit.trajectories"

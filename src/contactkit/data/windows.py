@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
 from contactkit.errors import DatasetError, InvalidInputError
+from contactkit.model import ActionMode
 
 DEFAULT_HISTORY = 3
 """Default number of states ``h`` in a window's history."""

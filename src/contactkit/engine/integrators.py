@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contactkit.collision.contact_set import Contacts
 from contactkit.engine.body import (
     RigidBody,
     com_position,
@@ -40,7 +41,7 @@ from contactkit.engine.body import (
     single_state,
     state_with_velocity,
 )
-from contactkit.engine.problem import ContactProblem, Contacts, build_problem, contact_wrench, velocity_after
+from contactkit.engine.problem import ContactProblem, build_problem, contact_wrench, velocity_after
 from contactkit.engine.solvers.base import ContactSolution, ContactSolver
 from contactkit.engine.solvers.lemke import lemke
 from contactkit.errors import ContactkitError, InvalidInputError

@@ -28,12 +28,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine._kernels_dynamics import Control, body_state, pose_delta_target
 from contactkit.engine._kernels_step import STAT_NONFINITE, Buffers, advance
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld, _buffers
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.state import BodyState

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from contactkit.collision import CollisionWorld
-from contactkit.control.impedance import GRAVITY, ActionMode, damping_gains
+from contactkit.collision import CollisionWorld, Contacts
+from contactkit.control.impedance import GRAVITY, damping_gains
 from contactkit.engine._kernels_contacts import node_contacts
 from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_delta_target
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
@@ -40,10 +40,9 @@ from contactkit.engine._kernels_step import (
 from contactkit.engine.body import cross3
 from contactkit.engine.integrators import Integrator
 from contactkit.engine.params import EngineParams, SolverKind
-from contactkit.engine.problem import Contacts
 from contactkit.engine.sensing import add_sensor_errors
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.mujoco.world import StepResult
+from contactkit.model import ActionMode, StepResult
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from contactkit.control.icem import initial_state, optimize
-from contactkit.control.mpc import MPCAgent, MPCConfig, goal_reward, make_objective
+from contactkit.control.mpc import MPCAgent, MPCConfig, make_objective
 from contactkit.control.policies import CONTACT_FORCE_N
 from contactkit.errors import InvalidInputError
 from contactkit.eval.exp_mpc_insertion import (
@@ -45,6 +45,7 @@ from contactkit.eval.exp_mpc_insertion import (
 from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
+from contactkit.tasks.reward import goal_reward
 
 GOAL_S = 1.0
 """The issue's goal for one replan of the learned model on CPU [s]."""
@@ -116,7 +117,7 @@ def measure(budget: InsertionBudget, points: int, seed: int,
         if REFERENCE not in models:
             raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
                                     f"this budget builds {sorted(models)}")
-        reference = MPCAgent(models[REFERENCE], config, env.scene, planner_rng(seed, pairing))
+        reference = MPCAgent(models[REFERENCE], config, goal_reward(env.scene), planner_rng(seed, pairing))
         here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
         chosen += here
         for name, model in models.items():

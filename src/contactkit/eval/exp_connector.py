@@ -40,8 +40,8 @@ import mujoco
 import numpy as np
 
 from contactkit.control.force_qp import ForceQPConfig, solve_force_clip, solve_force_qp
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
 from contactkit.mujoco import MujocoWorld
 from contactkit.physics import WorldParams

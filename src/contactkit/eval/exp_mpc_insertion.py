@@ -22,15 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.model import ContactModel
+from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
-from contactkit.tasks.reward import SUCCESS_RADIUS_M
+from contactkit.tasks.reward import SUCCESS_RADIUS_M, goal_reward
 
 __all__ = [
     "ACT_FIGNET_CHECKPOINTS",
@@ -331,7 +330,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
                                   f"{pairing!r}: {gone}")
         for name, model in models.items():
             started = time.perf_counter()
-            agent = MPCAgent(model, config, env.scene, planner_rng(seed, pairing))
+            agent = MPCAgent(model, config, goal_reward(env.scene), planner_rng(seed, pairing))
             for episode in range(budget.episodes_per_pairing):
                 record = run_episode(env, agent, episode_seed(seed, pairing, episode), pairing)
                 records.setdefault(name, []).append(record)

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
 from contactkit.estimation.tracking import (
@@ -40,6 +39,7 @@ from contactkit.estimation.tracking import (
 )
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
 from contactkit.scene import Scene

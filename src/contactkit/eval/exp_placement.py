@@ -42,7 +42,6 @@ import numpy as np
 import torch
 from scipy import stats
 
-from contactkit.control.impedance import ActionMode
 from contactkit.engine.diff.gradcheck import Configuration, check_step
 from contactkit.engine.diff.step import StepConfig
 from contactkit.errors import InvalidInputError
@@ -63,6 +62,7 @@ from contactkit.estimation.geometry_belief import (
     window_steps,
 )
 from contactkit.eval.workers import worker_pool
+from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
 from contactkit.tasks.placement import (

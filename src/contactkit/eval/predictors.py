@@ -23,10 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.data.reader import open_dataset
 from contactkit.errors import CheckpointError, DatasetError
-from contactkit.model import ContactModel
+from contactkit.model import ActionMode, ContactModel
 from contactkit.mujoco.mjcf import GRAVITY_MPS2
 from contactkit.mujoco.model import MujocoContactModel
 from contactkit.physics import WorldParams

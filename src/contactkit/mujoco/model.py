@@ -10,8 +10,9 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from contactkit.control.impedance import ActionMode, pose_target
+from contactkit.control.impedance import pose_target
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld
 from contactkit.physics import WorldParams

@@ -8,14 +8,13 @@ anti-aliased sensor sampled at the control rate).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mujoco
 import numpy as np
 from mujoco import rollout
 
-from contactkit.control.impedance import ActionMode, pose_target
+from contactkit.control.impedance import pose_target
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode, StepResult
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
 from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.physics import WorldParams
@@ -29,22 +28,6 @@ CONTROL_SPEC = (
     | mujoco.mjtState.mjSTATE_MOCAP_QUAT
     | mujoco.mjtState.mjSTATE_XFRC_APPLIED
 )
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one control step produced.
-
-    Attributes:
-        state: tool state after the step.
-        wrench: ``(6,)`` F/T reading, sensor frame [N, N·m], mean over the control period, noise and bias added.
-        applied: ``(6,)`` mean wrench the controller applied, world frame, about the tool origin [N, N·m],
-            gravity compensation included.
-    """
-
-    state: BodyState
-    wrench: np.ndarray
-    applied: np.ndarray
 
 
 class MujocoWorld:

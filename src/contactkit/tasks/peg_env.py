@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from contactkit.control.impedance import ActionMode
 from contactkit.control.mpc import ROT_FRACTION, ActionScale
 from contactkit.errors import InvalidInputError
-from contactkit.model import ContactModel
+from contactkit.model import ActionMode, ContactModel
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_mul, rotvec_to_quat

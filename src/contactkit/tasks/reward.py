@@ -18,6 +18,7 @@ from contactkit.rotations import quat_angle_between
 from contactkit.scene import Scene
 
 __all__ = [
+    "goal_reward",
     "HALFWAY_FRACTION",
     "SUCCESS_BONUS",
     "SUCCESS_RADIUS_M",
@@ -130,3 +131,14 @@ def is_halfway(pos: np.ndarray, goal: InsertionGoal) -> np.ndarray:
     below = pos[..., 2] <= goal.slot_top_z - HALFWAY_FRACTION * goal.depth
     inside = np.linalg.norm(pos[..., :2] - goal.target_pos[:2], axis=-1) <= goal.hole_apothem
     return below & inside
+
+
+def goal_reward(scene: Scene):
+    """Per-step reward of eq 9 (Act-FIGNet paper) towards ``scene``'s slot bottom, for the iCEM planner.
+
+    Returns:
+        ``reward(states) -> (*B,)``: :func:`insertion_reward` of ``states.pos (*B, 3)`` [m] and
+        ``states.quat (*B, 4)`` (world frame) against :meth:`InsertionGoal.from_scene`.
+    """
+    goal = InsertionGoal.from_scene(scene)
+    return lambda states: insertion_reward(states.pos, states.quat, goal)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from contactkit.control.impedance import ActionMode, damping_gains, impedance_wrench, pose_target
+from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
 from contactkit.errors import CheckpointError, InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn import graph as graph_module
 from contactkit.models.gnn.actions import command_wrench, finite_difference_twist, impedance_law
 from contactkit.models.gnn.checkpoint import load_checkpoint, save_checkpoint

@@ -9,8 +9,8 @@ import pytest
 import safetensors.torch
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.checkpoint import (
     load_checkpoint,
     restore_model,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.contact_model import GnnContactModel
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
 from contactkit.models.gnn.kinematics import graph_inputs, graph_targets, prepare_scene

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from contactkit.control.impedance import ActionMode
+from contactkit.model import ActionMode
 from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.contact_model import GnnContactModel
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant

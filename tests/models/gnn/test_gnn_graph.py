@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import GeometryError, InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.face_edges import FACE_FEATURE_DIM, face_interaction_edges
 from contactkit.models.gnn.graph import (
     GraphConfig,

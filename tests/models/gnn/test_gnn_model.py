@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from contactkit.control.impedance import ActionMode
+from contactkit.model import ActionMode
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
 from contactkit.models.gnn.kinematics import prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig

@@ -7,7 +7,7 @@ This is the invariance the SO(3) augmentation of paper §III-D.a relies on: the 
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
+from contactkit.model import ActionMode
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant, build_graph, feature_layouts
 from contactkit.models.gnn.kinematics import StepSpec, graph_inputs, graph_targets, prepare_scene
 from contactkit.models.gnn.samples import acceleration_target, rotate_sample

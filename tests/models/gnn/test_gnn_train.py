@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.checkpoint import load_checkpoint
 from contactkit.models.gnn.graph import GraphConfig, ModelVariant
 from contactkit.models.gnn.model import ModelConfig

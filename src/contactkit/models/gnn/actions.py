@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.control.impedance import ActionMode, damping_gains, impedance_wrench, pose_target
+from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
 from contactkit.scene import ImpedanceGains, Scene
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.actions import action_wrench
 from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.graph import build_graphs

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.actions import action_wrench
 from contactkit.models.gnn.graph import Graph, GraphConfig, build_graphs
 from contactkit.models.gnn.kinematics import GraphInputs, GraphTargets, SceneArrays, graph_inputs, graph_targets

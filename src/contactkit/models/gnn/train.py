@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contactkit.control.impedance import ActionMode
 from contactkit.errors import CheckpointError, InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.models.gnn.checkpoint import (
     load_checkpoint,
     restore_model,
