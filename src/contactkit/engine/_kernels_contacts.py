@@ -48,6 +48,7 @@ from contactkit.engine._kernels_geometry import (
     PLANE_PHI,
     PLANE_REACH,
 )
+from contactkit.engine.layout import ROW_DISTANCE, ROW_FRICTION, ROW_KEY, ROW_NORMAL, ROW_POINT, ROW_WIDTH
 
 DEDUPE_ANGLE = math.radians(45.0)
 """A vertex's contacts whose normals differ by less than this are one contact (the deepest is kept)."""
@@ -169,28 +170,36 @@ def point_vs_piece(planes, info, p, x, y, z, u, margin, lookahead):
 
 
 @njit(cache=True)
+def _write_row(out, k, d, nx, ny, nz, px, py, pz, mu, key):
+    """Write contact row ``k`` of ``out (N, ROW_WIDTH)`` (:mod:`contactkit.engine.layout`)."""
+    out[k, ROW_DISTANCE] = d
+    out[k, ROW_NORMAL], out[k, ROW_NORMAL + 1], out[k, ROW_NORMAL + 2] = nx, ny, nz
+    out[k, ROW_POINT], out[k, ROW_POINT + 1], out[k, ROW_POINT + 2] = px, py, pz
+    out[k, ROW_FRICTION], out[k, ROW_KEY] = mu, key
+
+
+@njit(cache=True)
 def _keep(kept, count, d, nx, ny, nz, px, py, pz, mu, key):
-    """Add a contact ``(d, n, p, mu, key)`` to one vertex's list ``kept (MAX_PER_VERTEX, 9)``: the deepest
+    """Add a contact ``(d, n, p, mu, key)`` to one vertex's list ``kept (MAX_PER_VERTEX, ROW_WIDTH)``: the deepest
     per normal direction (:data:`DEDUPE_ANGLE`), at most :data:`MAX_PER_VERTEX`. Returns the new count."""
     cos_tol = math.cos(DEDUPE_ANGLE)
     slot = count
     for s in range(count):
-        if kept[s, 1] * nx + kept[s, 2] * ny + kept[s, 3] * nz >= cos_tol:
-            if d >= kept[s, 0]:
+        if kept[s, ROW_NORMAL] * nx + kept[s, ROW_NORMAL + 1] * ny + kept[s, ROW_NORMAL + 2] * nz >= cos_tol:
+            if d >= kept[s, ROW_DISTANCE]:
                 return count
             slot = s
             break
     if slot == MAX_PER_VERTEX:
         slot = 0
         for s in range(1, count):
-            if kept[s, 0] > kept[slot, 0]:
+            if kept[s, ROW_DISTANCE] > kept[slot, ROW_DISTANCE]:
                 slot = s
-        if d >= kept[slot, 0]:
+        if d >= kept[slot, ROW_DISTANCE]:
             return count
     elif slot == count:
         count += 1
-    kept[slot, 0], kept[slot, 1], kept[slot, 2], kept[slot, 3] = d, nx, ny, nz
-    kept[slot, 4], kept[slot, 5], kept[slot, 6], kept[slot, 7], kept[slot, 8] = px, py, pz, mu, key
+    _write_row(kept, slot, d, nx, ny, nz, px, py, pz, mu, key)
     return count
 
 
@@ -223,7 +232,7 @@ def _tool_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, cache, 
     verts, planes, info = geo.tool_verts, geo.env.planes, geo.env.info
     piece_start, piece_items, friction = geo.piece_start, geo.piece_items, geo.env_friction
     origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
-    kept = np.empty((MAX_PER_VERTEX, 9))
+    kept = np.empty((MAX_PER_VERTEX, ROW_WIDTH))
     u = np.empty(6)
     for v in range(verts.shape[0]):
         lx, ly, lz = verts[v, 0], verts[v, 1], verts[v, 2]
@@ -329,9 +338,8 @@ def _env_contact(rot, vertex, d, nx, ny, nz, mu, w, t, out, k):
     gx = -(rot[0, 0] * nx + rot[0, 1] * ny + rot[0, 2] * nz)
     gy = -(rot[1, 0] * nx + rot[1, 1] * ny + rot[1, 2] * nz)
     gz = -(rot[2, 0] * nx + rot[2, 1] * ny + rot[2, 2] * nz)
-    out[k, 0], out[k, 1], out[k, 2], out[k, 3] = d, gx, gy, gz
-    out[k, 4], out[k, 5], out[k, 6] = vertex[0] + d * gx, vertex[1] + d * gy, vertex[2] + d * gz
-    out[k, 7], out[k, 8] = mu, float((KEY_SHIFT + w) * KEY_SHIFT + t)
+    _write_row(out, k, d, gx, gy, gz, vertex[0] + d * gx, vertex[1] + d * gy, vertex[2] + d * gz, mu,
+               float((KEY_SHIFT + w) * KEY_SHIFT + t))
     return k + 1
 
 
@@ -349,7 +357,8 @@ def node_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, cache_to
         speed: bound on the speed of every tool point in either twist [m/s].
         cache_tool: ``(Vt, E)`` int, separating-plane cache of tool vertices (-1: none); updated.
         cache_env: ``(Ve, T)`` int, separating-plane cache of environment vertices; updated.
-        out: ``(N ≥ raw_capacity, 9)`` rows ``(d [m], n (3) env → tool, p (3) tool point [m], μ, key)``.
+        out: ``(N ≥ raw_capacity, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`): ``d`` [m], ``n``
+            env → tool, ``p`` on the tool [m], ``μ``, key.
 
     Returns:
         The number of rows written (tool vertices in index order, then environment vertices).

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from contactkit.engine.layout import ROW_DISTANCE, ROW_KEY, ROW_NORMAL, ROW_POINT
+
 DEPTH_QUANTUM = 1e-7
 """Distances [m] are compared on this grid when ordering contacts by depth: depths closer than the solver's
 drift per step (a resting face's corners differ by ~1e-9 m from step to step) must not reorder the selection, or
@@ -28,10 +30,10 @@ the warm start would miss the newly chosen contacts."""
 @njit(cache=True)
 def _by_depth(raw, count):
     """Indices ``(count,)`` of the rows of ``raw`` ordered by rounded distance, then key."""
-    by_key = np.argsort(raw[:count, 8], kind="mergesort")
+    by_key = np.argsort(raw[:count, ROW_KEY], kind="mergesort")
     depth = np.empty(count)
     for i in range(count):
-        depth[i] = np.round(raw[by_key[i], 0] / DEPTH_QUANTUM)
+        depth[i] = np.round(raw[by_key[i], ROW_DISTANCE] / DEPTH_QUANTUM)
     return by_key[np.argsort(depth, kind="mergesort")]
 
 
@@ -48,7 +50,9 @@ def _clusters(raw, order, cos_cluster):
         i = order[a]
         for c in range(n_clusters):
             j = seeds[c]
-            if raw[i, 1] * raw[j, 1] + raw[i, 2] * raw[j, 2] + raw[i, 3] * raw[j, 3] >= cos_cluster:
+            cos = (raw[i, ROW_NORMAL] * raw[j, ROW_NORMAL] + raw[i, ROW_NORMAL + 1] * raw[j, ROW_NORMAL + 1]
+                   + raw[i, ROW_NORMAL + 2] * raw[j, ROW_NORMAL + 2])
+            if cos >= cos_cluster:
                 label[i] = c
                 break
         if label[i] < 0:
@@ -74,7 +78,9 @@ def _sample(raw, members, per_cluster, chosen, n_chosen):
             if gap[b] < 0.0:
                 continue
             j = members[b]
-            dx, dy, dz = raw[j, 4] - raw[i, 4], raw[j, 5] - raw[i, 5], raw[j, 6] - raw[i, 6]
+            dx = raw[j, ROW_POINT] - raw[i, ROW_POINT]
+            dy = raw[j, ROW_POINT + 1] - raw[i, ROW_POINT + 1]
+            dz = raw[j, ROW_POINT + 2] - raw[i, ROW_POINT + 2]
             gap[b] = min(gap[b], dx * dx + dy * dy + dz * dz)
             if gap[b] > best:
                 best, pick = gap[b], b
@@ -88,16 +94,17 @@ def reduce_contacts(raw, count, max_contacts, cos_cluster, per_cluster, out):
     """Canonical, reduced contacts (module docstring).
 
     Args:
-        raw: ``(N, 9)`` rows ``(d, n (3), p (3), μ, key)`` from :func:`~._kernels_contacts.node_contacts`.
+        raw: ``(N, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`) from
+            :func:`~._kernels_contacts.node_contacts`.
         count: rows of ``raw`` in use. max_contacts: capacity of the result.
         cos_cluster: cosine of the cluster angle. per_cluster: points kept per cluster.
-        out: ``(≥ max_contacts, 9)`` written with the kept rows in increasing key.
+        out: ``(≥ max_contacts, ROW_WIDTH)`` written with the kept rows in increasing key.
 
     Returns:
         Number of rows written.
     """
     if count <= max_contacts:
-        order = np.argsort(raw[:count, 8], kind="mergesort")
+        order = np.argsort(raw[:count, ROW_KEY], kind="mergesort")
         for a in range(count):
             out[a] = raw[order[a]]
         return count
@@ -122,7 +129,7 @@ def reduce_contacts(raw, count, max_contacts, cos_cluster, per_cluster, out):
             break
     keys = np.empty(n_chosen)
     for a in range(n_chosen):
-        keys[a] = raw[chosen[a], 8]
+        keys[a] = raw[chosen[a], ROW_KEY]
     final = np.argsort(keys, kind="mergesort")
     for a in range(n_chosen):
         out[a] = raw[chosen[final[a]]]

@@ -28,6 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
+from contactkit.engine.layout import ROW_NORMAL, ROW_POINT
+
 BISECTION_STEPS = 36
 """Bisection steps on ``s ∈ [0, 1]`` in the slip case (2⁻³⁶ ≈ 1.5e-11; the result is then put exactly on
 the cone's boundary, so only the slip direction carries this error)."""
@@ -51,7 +53,8 @@ def build_rows(contacts, count, com, rot, m_inv, frames, jac, m_inv_jt, blocks):
     """Contact frames, Jacobian rows, ``M⁻¹Jᵀ`` columns and ``W`` diagonal blocks of ``count`` contacts.
 
     Args:
-        contacts: ``(≥ count, 9)`` rows ``(d, n, p, μ, key)``. com: ``(3,)`` world centre of mass [m].
+        contacts: ``(≥ count, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`).
+        com: ``(3,)`` world centre of mass [m].
         rot: ``(3, 3)`` body → world. m_inv: ``(6, 6)`` inverse (effective) mass for ``V = [v; ω_body]``.
         frames ``(K, 3, 3)``, jac ``(K, 3, 6)``, m_inv_jt ``(K, 3, 6)``, blocks ``(K, 3, 3)``: written.
 
@@ -59,8 +62,10 @@ def build_rows(contacts, count, com, rot, m_inv, frames, jac, m_inv_jt, blocks):
     (:func:`contactkit.engine.problem.body_point_jacobians`).
     """
     for i in range(count):
-        contact_frame(contacts[i, 1], contacts[i, 2], contacts[i, 3], frames[i])
-        rx, ry, rz = contacts[i, 4] - com[0], contacts[i, 5] - com[1], contacts[i, 6] - com[2]
+        contact_frame(contacts[i, ROW_NORMAL], contacts[i, ROW_NORMAL + 1], contacts[i, ROW_NORMAL + 2], frames[i])
+        rx = contacts[i, ROW_POINT] - com[0]
+        ry = contacts[i, ROW_POINT + 1] - com[1]
+        rz = contacts[i, ROW_POINT + 2] - com[2]
         for r in range(3):
             ex, ey, ez = frames[i, r, 0], frames[i, r, 1], frames[i, r, 2]
             cx, cy, cz = ry * ez - rz * ey, rz * ex - rx * ez, rx * ey - ry * ex

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from contactkit.engine.layout import ROW_POINT
 from contactkit.errors import InvalidInputError
 
 
@@ -26,7 +27,7 @@ def contact_ft(count, contacts, frames, impulses, h, sensor_origin, sensor_rot, 
 
     Args:
         count: number of contacts ``K``.
-        contacts: ``(≥ K, 9)`` rows ``(d, n, p, μ, key)``; columns 4–6 are the world points ``p_i`` [m].
+        contacts: ``(≥ K, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`): the world points ``p_i`` [m].
         frames: ``(K, 3, 3)`` contact frames, rows ``[n; t1; t2]``, world.
         impulses: ``(K, 3)`` impulses in the contact frames [N·s].
         h: step [s] (> 0).
@@ -39,9 +40,9 @@ def contact_ft(count, contacts, frames, impulses, h, sensor_origin, sensor_rot, 
     for i in range(count):
         f = frames[i].T @ impulses[i] / h
         fx, fy, fz = f[0], f[1], f[2]
-        rx = contacts[i, 4] - sensor_origin[0]
-        ry = contacts[i, 5] - sensor_origin[1]
-        rz = contacts[i, 6] - sensor_origin[2]
+        rx = contacts[i, ROW_POINT] - sensor_origin[0]
+        ry = contacts[i, ROW_POINT + 1] - sensor_origin[1]
+        rz = contacts[i, ROW_POINT + 2] - sensor_origin[2]
         force[0] += fx
         force[1] += fy
         force[2] += fz
