@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from contactkit.numba_rotations import product_rotvec
+from contactkit.rotations.numba import product_rotvec
 from contactkit.rotations import quat_mul, quat_to_rotvec, rotvec_to_quat
 
 

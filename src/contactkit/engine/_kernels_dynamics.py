@@ -22,10 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from contactkit.numba_rotations import product_rotvec
-
-SMALL_ANGLE = 1e-12
-"""Below this rotation angle [rad] the quaternion exponential uses its series."""
+from contactkit.engine.layout import STATE_COM, STATE_OMEGA, STATE_QUAT, STATE_VEL
+from contactkit.rotations.numba import quat_conj, quat_mul, quat_normalize, quat_to_mat, quat_to_rotvec, rotvec_to_quat
 
 
 class BodyModel(NamedTuple):
@@ -61,37 +59,18 @@ class Control(NamedTuple):
 
 
 @njit(cache=True)
-def quat_matrix(q, out):
-    """Rotation matrix ``out (3, 3)`` (written) of a unit quaternion ``q (4,)`` (w, x, y, z)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    out[0, 0], out[0, 1], out[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    out[1, 0], out[1, 1], out[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    out[2, 0], out[2, 1], out[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-
-
-@njit(cache=True)
 def rotate_body(q, px, py, pz):
-    """``q ⊗ exp(φ)`` (written into ``q``) for a body-frame rotation vector ``φ`` [rad]; unit, ``w ≥ 0``."""
-    angle = math.sqrt(px * px + py * py + pz * pz)
-    c = math.cos(0.5 * angle)
-    s = math.sin(0.5 * angle) / angle if angle > SMALL_ANGLE else 0.5 - angle * angle / 48.0
-    x2, y2, z2 = px * s, py * s, pz * s
-    w1, x1, y1, z1 = q[0], q[1], q[2], q[3]
-    q[0] = w1 * c - x1 * x2 - y1 * y2 - z1 * z2
-    q[1] = w1 * x2 + x1 * c + y1 * z2 - z1 * y2
-    q[2] = w1 * y2 - x1 * z2 + y1 * c + z1 * x2
-    q[3] = w1 * z2 + x1 * y2 - y1 * x2 + z1 * c
-    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    sign = -1.0 if q[0] < 0.0 else 1.0
-    for a in range(4):
-        q[a] *= sign / norm
+    """``q ⊗ exp(φ)`` (written into ``q (4,)``) for a body-frame rotation vector ``φ`` [rad]; unit, ``w ≥ 0``.
+
+    The pose update of :func:`contactkit.engine.reference.integrators.displace` (tested against it)."""
+    q[0], q[1], q[2], q[3] = quat_normalize(quat_mul(q, rotvec_to_quat((px, py, pz))))
 
 
 @njit(cache=True)
 def rotation_error(target, q):
     """Rotation vector ``(3,)`` [rad] of ``target ⊗ q⁻¹`` (world frame, angle in ``[0, π]``), as the impedance
     law's error (:func:`contactkit.rotations.quat_to_rotvec`)."""
-    return product_rotvec(target[0], target[1], target[2], target[3], q[0], -q[1], -q[2], -q[3])
+    return quat_to_rotvec(quat_mul(target, quat_conj(q)))
 
 
 @njit(cache=True)
@@ -190,42 +169,31 @@ def _clip_norm(x, y, z, limit):
 
 @njit(cache=True)
 def pose_delta_target(state, com_local, delta, max_pos_step, max_rot_step):
-    """Impedance target ``(pos (3,), quat (4,))`` of a pose-delta action from the kernel state ``(13,)``.
+    """Impedance target ``(pos (3,), quat (4,))`` of a pose-delta action from the kernel state ``(13,)``
+    (:mod:`contactkit.engine.layout`).
 
     The rule of :func:`contactkit.control.impedance.pose_target`: the current tool origin plus the position
     part clipped to ``max_pos_step`` [m], and ``exp(φ) ⊗ q`` with the rotation vector ``φ`` (world) clipped
     to ``max_rot_step`` [rad].
     """
-    quat = state[3:7].copy()
-    rot = np.empty((3, 3))
-    quat_matrix(quat, rot)
+    quat = state[STATE_QUAT].copy()
+    rot = quat_to_mat(quat)
     dx, dy, dz = _clip_norm(delta[0], delta[1], delta[2], max_pos_step)
     px, py, pz = _clip_norm(delta[3], delta[4], delta[5], max_rot_step)
-    pos = state[0:3] - rot @ com_local + np.array([dx, dy, dz])
-    angle = math.sqrt(px * px + py * py + pz * pz)
-    half = 0.5 * angle
-    sinc = math.sin(half) / angle if angle > SMALL_ANGLE else 0.5 - angle * angle / 48.0
-    w1, x1, y1, z1 = math.cos(half), px * sinc, py * sinc, pz * sinc
-    w2, x2, y2, z2 = quat[0], quat[1], quat[2], quat[3]
-    target = np.array([
-        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    ])
-    return pos, target
+    pos = state[STATE_COM] - rot @ com_local + np.array([dx, dy, dz])
+    w, x, y, z = quat_mul(rotvec_to_quat((px, py, pz)), quat)
+    return pos, np.array([w, x, y, z])
 
 
 @njit(cache=True)
 def body_state(state, com_local):
     """``(pos, quat, lin_vel, ang_vel)`` of :class:`~contactkit.state.BodyState` (tool origin, world frame)
-    from the kernel state ``(13,)`` ``[com; quat; v_com; ω_body]``."""
-    quat = state[3:7].copy()
-    rot = np.empty((3, 3))
-    quat_matrix(quat, rot)
+    from the kernel state ``(13,)`` ``[com; quat; v_com; ω_body]`` (:mod:`contactkit.engine.layout`)."""
+    quat = state[STATE_QUAT].copy()
+    rot = quat_to_mat(quat)
     offset = rot @ com_local
-    omega = rot @ state[10:13]
-    lin = state[7:10] - np.array([omega[1] * offset[2] - omega[2] * offset[1],
-                                  omega[2] * offset[0] - omega[0] * offset[2],
-                                  omega[0] * offset[1] - omega[1] * offset[0]])
-    return state[0:3] - offset, quat, lin, omega
+    omega = rot @ state[STATE_OMEGA]
+    lin = state[STATE_VEL] - np.array([omega[1] * offset[2] - omega[2] * offset[1],
+                                       omega[2] * offset[0] - omega[0] * offset[2],
+                                       omega[0] * offset[1] - omega[1] * offset[0]])
+    return state[STATE_COM] - offset, quat, lin, omega

@@ -27,10 +27,21 @@ import numpy as np
 from numba import njit
 
 from contactkit.engine._kernels_contacts import node_contacts
-from contactkit.engine._kernels_dynamics import free_velocity, quat_matrix, rotate_body
+from contactkit.engine._kernels_dynamics import free_velocity, rotate_body
 from contactkit.engine._kernels_reduce import reduce_contacts, warm_start
 from contactkit.engine._kernels_solve import build_rows, project_positions, solve_box, solve_cone
+from contactkit.engine.layout import (
+    NORMAL_COLS,
+    POINT_COLS,
+    ROW_DISTANCE,
+    ROW_FRICTION,
+    ROW_KEY,
+    STATE_COM,
+    STATE_QUAT,
+    STATE_TWIST,
+)
 from contactkit.engine.sensing import contact_ft
+from contactkit.rotations.numba import quat_to_mat
 
 SOLVER_BOX, SOLVER_CONE = 0, 1
 """Kernel codes of :class:`contactkit.engine.params.SolverKind`."""
@@ -70,8 +81,8 @@ class Buffers(NamedTuple):
 
     cache_tool: np.ndarray  # (Vt, E) int64 separating-plane cache
     cache_env: np.ndarray  # (Ve, T) int64
-    raw: np.ndarray  # (raw capacity, 9) contacts before reduction
-    contacts: np.ndarray  # (max_contacts, 9) the last step's contacts (d, n, p, μ, key)
+    raw: np.ndarray  # (raw capacity, ROW_WIDTH) contact rows (engine.layout) before reduction
+    contacts: np.ndarray  # (max_contacts, ROW_WIDTH) the last step's contact rows (d, n, p, μ, key)
     impulses: np.ndarray  # (max_contacts, 3) the last step's impulses [N s]
     frames: np.ndarray  # (max_contacts, 3, 3)
     jac: np.ndarray  # (max_contacts, 3, 6)
@@ -118,17 +129,17 @@ def solve_contacts(buf, settings, count, com, rot, m_eff_inv, v_free):
     h = settings.h
     build_rows(buf.contacts, count, com, rot, m_eff_inv, buf.frames, buf.jac, buf.m_inv_jt, buf.blocks)
     for i in range(count):
-        buf.bias[i] = max(buf.contacts[i, 0], 0.0) / h
-        buf.mu[i] = buf.contacts[i, 7] * settings.friction_scale
+        buf.bias[i] = max(buf.contacts[i, ROW_DISTANCE], 0.0) / h
+        buf.mu[i] = buf.contacts[i, ROW_FRICTION] * settings.friction_scale
     if settings.warm_start:
-        warm_start(buf.contacts[:, 8], count, buf.prev_keys, buf.prev_impulses, buf.counts[1], buf.impulses)
+        warm_start(buf.contacts[:, ROW_KEY], count, buf.prev_keys, buf.prev_impulses, buf.counts[1], buf.impulses)
     else:
         buf.impulses[:count] = 0.0
     v = v_free.copy()
     lever = 0.0
     for i in range(count):
-        lever = max(lever, math.sqrt((buf.contacts[i, 4] - com[0]) ** 2 + (buf.contacts[i, 5] - com[1]) ** 2
-                                     + (buf.contacts[i, 6] - com[2]) ** 2))
+        p = buf.contacts[i, POINT_COLS]
+        lever = max(lever, math.sqrt((p[0] - com[0]) ** 2 + (p[1] - com[1]) ** 2 + (p[2] - com[2]) ** 2))
         for r in range(3):
             for c in range(6):
                 v[c] += buf.m_inv_jt[i, r, c] * buf.impulses[i, r]
@@ -136,7 +147,7 @@ def solve_contacts(buf, settings, count, com, rot, m_eff_inv, v_free):
             settings.tolerance, settings.relaxation, lever)
     sweeps, change = solve_box(*args) if settings.solver == SOLVER_BOX else solve_cone(*args)
     buf.counts[1] = count
-    buf.prev_keys[:count] = buf.contacts[:count, 8]
+    buf.prev_keys[:count] = buf.contacts[:count, ROW_KEY]
     buf.prev_impulses[:count] = buf.impulses[:count]
     return v, sweeps, change
 
@@ -150,15 +161,15 @@ def correct_pose(buf, settings, body, count, com_old, rot_old, com, quat):
     Returns ``(corrected, smallest predicted gap [m])``.
     """
     h = settings.h
-    rot = np.empty((3, 3))
-    quat_matrix(quat, rot)
+    rot = quat_to_mat(quat)
     rows, target = np.empty((count, 6)), np.empty(count)
     smallest, needed = np.inf, False
     for i in range(count):
-        p = buf.contacts[i, 4:7]
-        n = buf.contacts[i, 1:4]
+        p = buf.contacts[i, POINT_COLS]
+        n = buf.contacts[i, NORMAL_COLS]
         moved = com + rot @ (rot_old.T @ (p - com_old))
-        gap = buf.contacts[i, 0] + n[0] * (moved[0] - p[0]) + n[1] * (moved[1] - p[1]) + n[2] * (moved[2] - p[2])
+        gap = (buf.contacts[i, ROW_DISTANCE] + n[0] * (moved[0] - p[0]) + n[1] * (moved[1] - p[1])
+               + n[2] * (moved[2] - p[2]))
         smallest = min(smallest, gap)
         target[i] = settings.correction_fraction * (-gap - settings.correction_slop) / h
         needed = needed or target[i] > 0.0
@@ -216,14 +227,13 @@ def _record(stats, count, raw_count, sweeps, change, contacts, tolerance, correc
     stats[STAT_UNCONVERGED] += change > tolerance
     stats[STAT_CORRECTED] += corrected
     for i in range(count):
-        stats[STAT_MIN_DISTANCE] = min(stats[STAT_MIN_DISTANCE], contacts[i, 0])
+        stats[STAT_MIN_DISTANCE] = min(stats[STAT_MIN_DISTANCE], contacts[i, ROW_DISTANCE])
 
 
 @njit(cache=True)
 def _step(geo, body, ctrl, settings, buf, com, quat, vel, reading, applied):
     """One engine step (module docstring); updates ``com, quat, vel`` and accumulates the sensing."""
-    rot = np.empty((3, 3))
-    quat_matrix(quat, rot)
+    rot = quat_to_mat(quat)
     origin = com - rot @ body.com_local
     m_eff_inv = np.empty((6, 6))
     v_free, force, torque, imp_f, imp_t, g = free_velocity(body, ctrl, settings, rot, quat, vel, origin, m_eff_inv)
@@ -246,7 +256,8 @@ def advance(geo, body, ctrl, settings, buf, state, reading, applied):
         geo: :class:`~._kernels_geometry.ContactGeometry`. body, ctrl: :class:`~._kernels_dynamics.BodyModel`,
             :class:`~._kernels_dynamics.Control`.
         settings: :class:`Settings`. buf: :class:`Buffers` (carried warm start, caches, last contacts).
-        state: ``(13,)`` ``[com (3) world; quat (4); v_com (3) world; ω (3) body]``, advanced in place.
+        state: ``(13,)`` ``[com (3) world; quat (4); v_com (3) world; ω (3) body]`` (:mod:`contactkit.engine.layout`),
+            advanced in place.
         reading: ``(6,)`` mean F/T reading over the period, sensor frame (written) [N, N·m].
         applied: ``(6,)`` mean controller wrench at the tool origin, world frame (written) [N, N·m].
 
@@ -257,7 +268,7 @@ def advance(geo, body, ctrl, settings, buf, state, reading, applied):
     applied[:] = 0.0
     buf.stats[:] = 0.0
     buf.stats[STAT_MIN_DISTANCE] = np.inf
-    com, quat, vel = state[0:3], state[3:7], state[7:13]
+    com, quat, vel = state[STATE_COM], state[STATE_QUAT], state[STATE_TWIST]
     for _ in range(settings.n_steps):
         _step(geo, body, ctrl, settings, buf, com, quat, vel, reading, applied)
         if not np.all(np.isfinite(state)):

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from contactkit.numba_rotations import product_rotvec
+from contactkit.rotations.numba import product_rotvec
 
 
 @njit(cache=True)

@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from scipy.spatial import ConvexHull
 
-from contactkit.engine.diff.rotations import quat_to_mat
 from contactkit.errors import GeometryError, InvalidInputError
 from contactkit.geometry.part import ConvexPiece
+from contactkit.rotations.torch import quat_to_mat
 
 COPLANAR_RTOL = 1e-9
 """Triangles whose planes agree to this (normal dot and offset relative to the piece's extent) form one face."""

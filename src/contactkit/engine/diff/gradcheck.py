@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from contactkit.engine.diff.rotations import rotate_by
 from contactkit.engine.diff.step import DiffScene, StepConfig, diff_step
+from contactkit.rotations.torch import rotate_by
 
 FD_STEPS = (1e-4, 3e-5, 1e-5, 3e-6, 1e-6, 3e-7, 1e-7)
 """Steps ``h`` of the sweep, largest first (in the units of each input: m, rad, m/s, rad/s, θ units)."""

@@ -47,8 +47,8 @@ from contactkit.engine.diff.features import (
 )
 from contactkit.engine.diff.lcp_grad import active_set_solve, solve_batch
 from contactkit.engine.diff.query import query_batch
-from contactkit.engine.diff.rotations import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec, rotate_by, skew
 from contactkit.errors import InvalidInputError
+from contactkit.rotations.torch import quat_conj, quat_mul, quat_to_mat, quat_to_rotvec, rotate_by, skew
 
 
 @dataclass(frozen=True, eq=False)

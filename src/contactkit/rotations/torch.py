@@ -1,16 +1,19 @@
-"""Quaternion and rotation helpers in torch (float64, batch dimensions first), differentiable everywhere.
+"""Quaternion and rotation helpers in torch (batch dimensions first), differentiable everywhere: the torch
+backend of :mod:`contactkit.rotations`, used by the differentiable contact step :mod:`contactkit.engine.diff`.
 
-Conventions of :mod:`contactkit.rotations`: quaternions ``(w, x, y, z)`` of unit norm, rotation vectors in
-radians, ``R`` maps body coordinates to world coordinates. The small-angle branches use Taylor series so
-that gradients stay finite at zero rotation (no ``0/0``).
+Conventions of :mod:`contactkit.rotations.numpy` (the reference): quaternions ``(w, x, y, z)`` of unit norm,
+rotation vectors in radians, ``R`` maps body coordinates to world coordinates. The small-angle branches switch
+at the same :data:`~contactkit.rotations.numpy.SMALL_ANGLE` and use Taylor series whose gradients stay finite
+at zero rotation (``torch.where`` evaluates both branches, so the closed form's ``sqrt`` and division are fed a
+safe ``1`` there: no ``0/0`` in the backward pass). float64 and float32 alike: the threshold's square (1e-24)
+is a normal float32, and near it the closed forms are exact to round-off in either precision.
 """
 
 from __future__ import annotations
 
 import torch
 
-SMALL_ANGLE = 1e-6
-"""Below this angle [rad] the rotation-vector maps use their Taylor series (error far below float64 round-off)."""
+from contactkit.rotations.numpy import SMALL_ANGLE
 
 
 def skew(a: torch.Tensor) -> torch.Tensor:
@@ -81,3 +84,8 @@ def quat_to_rotvec(q: torch.Tensor) -> torch.Tensor:
 def rotate_by(phi: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """``exp(φ) ⊗ q``: the orientation ``q (*B, 4)`` turned by a world-frame rotation vector ``φ (*B, 3)``."""
     return quat_mul(rotvec_to_quat(phi), q)
+
+
+def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Vectors ``v (*B, 3)`` rotated by quaternions ``q (*B, 4)`` (body → world), ``(*B, 3)``."""
+    return (quat_to_mat(q) @ v[..., None])[..., 0]
