@@ -174,3 +174,26 @@ def test_every_pairing_builds_its_scene():
         scene = PegEnvConfig(pairing=pairing).scene()
         assert scene.meta["shape"] == shape and scene.meta["slot_shape"] == (slot or shape)
         assert scene.meta["clearance"] == pytest.approx(5e-3)
+
+
+def test_env_steps_any_world_and_both_simulators_are_worlds():
+    """The env takes any World: the engine in place of MuJoCo gives the same first observation (a tool at rest
+    out of contact reads zero) and moves the tool the way the action asks."""
+    from contactkit.engine.world import EngineWorld
+    from contactkit.model import World
+    from contactkit.mujoco.world import MujocoWorld
+
+    config = PegEnvConfig()
+    scene = config.scene()
+    engine_world = EngineWorld(scene)
+    assert isinstance(engine_world, World) and isinstance(MujocoWorld(scene), World)
+    with pytest.raises(InvalidInputError, match="not both"):
+        PegInsertionEnv(config, world=engine_world, scene=scene)
+    on_engine, on_mujoco = PegInsertionEnv(config, world=engine_world), PegInsertionEnv(config)
+    obs_e, _ = on_engine.reset(seed=3)
+    obs_m, _ = on_mujoco.reset(seed=3)
+    np.testing.assert_array_equal(obs_e[:13], obs_m[:13])
+    action = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    after_e, *_ = on_engine.step(action)
+    after_m, *_ = on_mujoco.step(action)
+    assert after_e[2] > obs_e[2] and after_m[2] > obs_m[2]

@@ -18,6 +18,7 @@ from contactkit.control.policies import make_policy
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
 from contactkit.errors import InvalidInputError
+from contactkit.model import World
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_mul, rotvec_to_quat
@@ -100,9 +101,10 @@ def random_start(scene: Scene, rng: np.random.Generator, start_xy: float, start_
 
 
 def run_episode(
-    world, policy, steps: int, start: BodyState, rng: np.random.Generator, seed: int | None = None
+    world: World, policy, steps: int, start: BodyState, rng: np.random.Generator, seed: int | None = None
 ) -> Episode:
-    """Roll ``policy`` for ``steps`` control steps from ``start`` in ``world``; returns the Episode."""
+    """Roll ``policy`` for ``steps`` control steps from ``start`` in ``world`` (any :class:`~contactkit.model.World`:
+    MuJoCo, the engine, or your own); returns the Episode."""
     state = world.reset(start)
     policy.reset(world.scene, state, rng)
     states, actions, commands, wrenches = [state], [], [], []

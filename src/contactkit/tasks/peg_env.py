@@ -24,7 +24,7 @@ import numpy as np
 
 from contactkit.control.mpc import ROT_FRACTION, ActionScale
 from contactkit.errors import InvalidInputError
-from contactkit.model import ActionMode, ContactModel
+from contactkit.model import ActionMode, ContactModel, World
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_mul, rotvec_to_quat
@@ -122,21 +122,27 @@ class PegInsertionEnv(gym.Env):
         dynamics: a ContactModel in ``POSE_DELTA`` mode to step instead of the MuJoCo world (its F/T is
             used as the reading; no noise is added).
         scene: the scene of ``dynamics``' world; default ``config.scene()``.
+        world: any :class:`~contactkit.model.World` (e.g. an :class:`~contactkit.engine.EngineWorld`) to step
+            instead of building a MuJoCo world; its ``scene`` is the task's. Excludes ``params`` and ``dynamics``.
     """
 
     metadata = {"render_modes": []}
 
     def __init__(self, config: PegEnvConfig | None = None, params: WorldParams | None = None,
-                 dynamics: ContactModel | None = None, scene: Scene | None = None):
+                 dynamics: ContactModel | None = None, scene: Scene | None = None, world: World | None = None):
+        if world is not None and (params is not None or dynamics is not None or scene is not None):
+            raise InvalidInputError("PegInsertionEnv: give a world, or params/dynamics/scene, not both")
         self.config = config or PegEnvConfig()
-        self.scene = scene if scene is not None else self.config.scene()
+        self.scene = world.scene if world is not None else scene if scene is not None else self.config.scene()
         self.goal = InsertionGoal.from_scene(self.scene)
         self.scale = ActionScale.from_gains(self.scene.controller, self.config.rot_fraction)
         if dynamics is not None and ActionMode(dynamics.action_mode) is not ActionMode.POSE_DELTA:
             raise InvalidInputError(f"the env's dynamics must take pose-delta actions, got {dynamics.action_mode}")
         self.dynamics = dynamics
         # The world's F/T-noise generator is replaced from ``np_random`` at every reset (seeded episodes).
-        self.world = MujocoWorld(self.scene, params, rng=np.random.default_rng(0)) if dynamics is None else None
+        if world is None and dynamics is None:
+            world = MujocoWorld(self.scene, params, rng=np.random.default_rng(0))
+        self.world = world
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(6,), dtype=np.float64)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float64)
         self.state: BodyState | None = None
@@ -160,7 +166,8 @@ class PegInsertionEnv(gym.Env):
         state = (options or {}).get("state")
         state = self.sample_initial_state(self.np_random) if state is None else state.validated("initial state")
         if self.world is not None:
-            self.world.rng = np.random.default_rng(self.np_random.integers(2**63))
+            if hasattr(self.world, "rng"):
+                self.world.rng = np.random.default_rng(self.np_random.integers(2**63))
             self.state = self.world.reset(state)
         else:
             self.state = state
