@@ -11,6 +11,7 @@ from scipy.spatial import ConvexHull
 
 from contactkit.errors import InvalidInputError
 from contactkit.geometry import Shape, box, matching_slot, peg, slot, validate_part
+from contactkit.tasks import peg_in_hole
 
 SHAPES = [s.value for s in Shape]
 CLEARANCES = [5e-3, 1e-3, 6.5e-5]
@@ -182,6 +183,19 @@ def test_slot_rejects_bad_clearance(clearance):
         slot("square", SIZE, clearance, DEPTH)
     with pytest.raises(InvalidInputError, match="clearance"):
         matching_slot(peg("square", SIZE, LENGTH), clearance, DEPTH)
+
+
+@pytest.mark.parametrize("clearance", [SIZE, 1.5 * SIZE, 1.0])
+def test_slot_rejects_a_clearance_that_does_not_fit_the_part(clearance):
+    """Issue 15: a gap as wide as the peg's apothem (or radius) is refused by every builder taking a clearance."""
+    with pytest.raises(InvalidInputError, match="does not fit"):
+        slot("square", SIZE, clearance, DEPTH)
+    with pytest.raises(InvalidInputError, match="does not fit"):
+        matching_slot(peg("circle", SIZE, LENGTH), clearance, DEPTH)
+    with pytest.raises(InvalidInputError, match="does not fit"):
+        peg_in_hole("hexagon", clearance, size=SIZE)
+    s = slot("square", SIZE, math.nextafter(SIZE, 0.0), DEPTH)  # just below the bound is a (loose) slot
+    assert s.meta["hole_apothem"] == pytest.approx(2 * SIZE, rel=1e-12)
 
 
 @pytest.mark.parametrize("key", ["depth", "wall", "floor", "peg_size"])

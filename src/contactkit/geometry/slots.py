@@ -52,9 +52,19 @@ def hole_apothem(
 
     Implements ``a_h = max_k h_peg(n_k) + clearance`` (module docstring), ``n_k`` the hole's face normals
     and ``h_peg`` the support function of the peg polygon ``polygon(peg_shape, peg_size, ...)``.
+
+    Raises:
+        InvalidInputError: a clearance or peg size that is not finite and > 0, or a clearance that does not fit
+            the part: ``clearance >= peg_size`` (a gap as wide as the peg's apothem or radius guides nothing).
     """
     clearance = check_positive("clearance", clearance)
-    peg_poly = polygon(peg_shape, check_positive("peg_size", peg_size), peg_circle_segments)
+    peg_size = check_positive("peg_size", peg_size)
+    if clearance >= peg_size:
+        raise InvalidInputError(
+            f"clearance {clearance:g} m does not fit the part: it must be smaller than the peg's size (apothem or "
+            f"radius) {peg_size:g} m"
+        )
+    peg_poly = polygon(peg_shape, peg_size, peg_circle_segments)
     normals = face_normals(n_sides(shape, circle_segments))
     return float(np.max(normals @ peg_poly.T)) + clearance
 
