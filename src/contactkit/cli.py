@@ -146,10 +146,10 @@ VAL_FRACTION = 0.1
 
 
 def _train_sets(data: list[Path], val: list[Path] | None, seed: int):
-    """Training and validation :class:`~contactkit.eval.predict_eval.TrainingData` (a split when no ``--val``)."""
+    """Training and validation :class:`~contactkit.data.training.TrainingData` (a split when no ``--val``)."""
     from contactkit.data.reader import open_dataset
+    from contactkit.data.training import training_data
     from contactkit.data.windows import split_by_episode
-    from contactkit.eval.predict_eval import training_data
 
     if val:
         return training_data(data), training_data(val)

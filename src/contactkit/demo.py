@@ -21,6 +21,7 @@ from contactkit.control.policies import SpiralPolicy
 from contactkit.data.collect import CollectSpec, collect, run_episode
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
+from contactkit.data.training import training_data
 from contactkit.eval.predict_eval import (
     ActionSource,
     EvalConfig,
@@ -29,7 +30,6 @@ from contactkit.eval.predict_eval import (
     load_recorded,
     mujoco_predictor,
     report_row,
-    training_data,
 )
 from contactkit.model import rollout
 from contactkit.mujoco.world import MujocoWorld

@@ -1,4 +1,4 @@
-"""Evaluation on recorded data: replay oracles in the recording world, sampling, per-episode scenes."""
+"""Evaluation on recorded data: replay oracles in the recording world, sampling, missing scenes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from contactkit.eval.predict_eval import (
     resolve_checkpoint,
     sample_segments,
     sample_transitions,
-    training_data,
 )
 from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
@@ -147,18 +146,6 @@ def test_duplicate_predictor_names_are_refused(pose_data, target_quiet):
         evaluate_predictors([p, p], pose_data, CONFIG, np.random.default_rng(0))
 
 
-def test_training_data_indexes_per_episode_scenes(tmp_path, target_quiet):
-    path = tmp_path / "scenes.h5"
-    collect(CollectSpec(task="random-scene", episodes=2, steps=8, seed=2, world=target_quiet), str(path))
-    data = training_data(path, history=3)
-    assert len(data.scenes) == 2 and len(data.windows) == 2 * (8 - 2)
-    assert [data.windows[i]["scene_index"] for i in (0, 5, 6, 11)] == [0, 0, 1, 1]
-    assert data.step.dt == pytest.approx(target_quiet.control_dt) and data.step.gravity[2] < 0
-    only_second = training_data(path, history=3, episodes=[1])
-    assert len(only_second.scenes) == 1 and only_second.windows[0]["scene_index"] == 0
-    assert only_second.scenes[0].to_json() == data.scenes[1].to_json()
-
-
 def test_missing_scene_and_checkpoint_are_named(tmp_path, target_quiet):
     path = tmp_path / "log.h5"
     episode = wrench_data(target_quiet).episodes[0]
@@ -167,8 +154,6 @@ def test_missing_scene_and_checkpoint_are_named(tmp_path, target_quiet):
         writer.append_episode(episode)
     with pytest.raises(DatasetError, match="no scene"):
         load_recorded(path)
-    with pytest.raises(DatasetError, match="no scene"):
-        training_data(path)
     with pytest.raises(CheckpointError, match="holds no checkpoint"):
         resolve_checkpoint(tmp_path)
     with pytest.raises(CheckpointError, match="does not exist"):

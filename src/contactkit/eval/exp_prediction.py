@@ -140,7 +140,7 @@ def _train_job(job: _TrainJob) -> dict:
     A run resumes from the model's ``last.safetensors`` in the work folder (same settings, fewer steps):
     ``resumed_from_step`` says from which step, and ``train_s`` counts this invocation only.
     """
-    from contactkit.eval.predict_eval import training_data
+    from contactkit.data.training import training_data
     from contactkit.models.gnn import ModelVariant, TrainConfig, load_checkpoint, train
 
     started = time.perf_counter()

@@ -45,13 +45,11 @@ from contactkit.eval.predictors import (
     ActionSource,
     AppliedWrenchReplay,
     Predictor,
-    TrainingData,
     checkpoint_predictor,
     gravity_compensation,
     mujoco_predictor,
     noise_free,
     resolve_checkpoint,
-    training_data,
 )
 from contactkit.model import ContactModel, rollout
 from contactkit.scene import Scene
@@ -76,8 +74,6 @@ __all__ = [
     "resolve_checkpoint",
     "sample_segments",
     "sample_transitions",
-    "training_data",
-    "TrainingData",
 ]
 
 M_TO_MM = 1e3

@@ -1,4 +1,4 @@
-"""The contact models that :mod:`contactkit.eval.predict_eval` scores, and the training data of the learned ones.
+"""The contact models that :mod:`contactkit.eval.predict_eval` scores.
 
 * MuJoCo worlds (:func:`mujoco_predictor`): a world preset replaying the policy's commands through its own
   impedance controller (``COMMAND``), or the recorded mean applied wrench (``APPLIED``,
@@ -8,23 +8,19 @@
 * Trained Act-FIGNet / FIGNet+ checkpoints (:func:`checkpoint_predictor`): a ``POSE_DELTA`` model replays
   the commands (it computes the controller's wrench at its own state, closed loop); a ``WRENCH`` model, the
   recorded applied wrenches.
-* :func:`training_data`: windows over dataset files with the scene of each, for
-  :func:`contactkit.models.gnn.train`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 import numpy as np
 
-from contactkit.data.reader import open_dataset
-from contactkit.errors import CheckpointError, DatasetError
+from contactkit.errors import CheckpointError
 from contactkit.model import ActionMode, ContactModel
 from contactkit.mujoco.mjcf import GRAVITY_MPS2
 from contactkit.mujoco.model import MujocoContactModel
@@ -37,13 +33,11 @@ __all__ = [
     "AppliedWrenchReplay",
     "CHECKPOINT_NAMES",
     "Predictor",
-    "TrainingData",
     "checkpoint_predictor",
     "gravity_compensation",
     "mujoco_predictor",
     "noise_free",
     "resolve_checkpoint",
-    "training_data",
 ]
 
 CHECKPOINT_NAMES = ("best.safetensors", "last.safetensors")
@@ -156,82 +150,3 @@ def checkpoint_predictor(path: str | Path, name: str, device: str = "cpu") -> Pr
         return GnnContactModel(net, scene, ckpt.step_spec, device)
 
     return Predictor(name, make, source)
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """Windows for :func:`contactkit.models.gnn.train` with the scenes they index and the data's step spec.
-
-    Attributes:
-        windows: indexable window dicts (:class:`~contactkit.data.TrajectoryWindows` items plus an int
-            ``scene_index`` into ``scenes``).
-        scenes: the distinct scenes of the selected episodes, in order of first appearance.
-        step: control period [s] and gravity of the data.
-    """
-
-    windows: object
-    scenes: tuple[Scene, ...]
-    step: object
-
-
-class _SceneWindows:
-    """TrajectoryWindows whose items also carry ``scene_index``."""
-
-    def __init__(self, windows, scene_index: np.ndarray):
-        self.windows, self.scene_index = windows, scene_index
-        self.action_mode = windows.action_mode
-
-    def __len__(self) -> int:
-        return len(self.windows)
-
-    def __getitem__(self, i: int) -> dict:
-        return {**self.windows[i], "scene_index": int(self.scene_index[i])}
-
-
-def _file_episodes(paths: Sequence[str]) -> tuple[list[tuple[str, int]], bool]:
-    """``(scene text, steps)`` of every committed episode of the files in order, and whether gravity acts."""
-    out, gravity = [], None
-    for path in paths:
-        with open_dataset(path) as ds:
-            g = bool(json.loads(ds.meta.world).get("gravity", True))
-            if gravity is not None and g != gravity:
-                raise DatasetError(f"{path}: gravity {g} differs from the other training files")
-            gravity = g
-            out += [(ds.scene_json(i), int(ds.index.length[i])) for i in range(len(ds))]
-    return out, bool(gravity)
-
-
-def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
-                  episodes: Sequence[int] | None = None) -> TrainingData:
-    """Windows of ``history`` states over dataset files, with per-episode scenes (random-scene data included).
-
-    Args:
-        paths: one file or several; their episodes are numbered consecutively in order.
-        history: states per window (Act-FIGNet: 3).
-        episodes: optional subset of those episode numbers (e.g. from ``split_by_episode``).
-
-    Raises:
-        DatasetError: unreadable files, files that disagree on control period or gravity, or an episode
-            without a scene (``"{}"``).
-    """
-    from contactkit.data.windows import TrajectoryWindows
-    from contactkit.models.gnn.kinematics import STANDARD_GRAVITY, StepSpec
-
-    paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
-    windows = TrajectoryWindows(paths, history=history, episodes=episodes)
-    listed, gravity = _file_episodes(paths)
-    texts, index = [], []
-    for e in windows.episode_ids:
-        text, steps = listed[int(e)]
-        if text.strip() in ("", "{}"):
-            raise DatasetError(f"episode {int(e)} of {paths} has no scene description; training needs the geometry")
-        if text not in texts:
-            texts.append(text)
-        index.append(np.full(max(0, steps - history + 1), texts.index(text), dtype=np.int64))
-    scene_index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
-    if len(scene_index) != len(windows):
-        raise DatasetError(f"{paths}: the episode index lists {len(scene_index)} windows, the data {len(windows)}")
-    with open_dataset(paths[0]) as ds:
-        dt = ds.meta.control_dt
-    step = StepSpec(dt, (0.0, 0.0, -STANDARD_GRAVITY if gravity else 0.0))
-    return TrainingData(_SceneWindows(windows, scene_index), tuple(Scene.from_json(t) for t in texts), step)
