@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contactkit.engine import (
+from contactkit.engine.reference import (
     Contacts,
     RigidBody,
     build_problem,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine.solvers import BoxPGS, LemkeBoxSolver, SolveStatus, box_friction_lcp, lemke, solve
+from contactkit.engine.reference.solvers import BoxPGS, LemkeBoxSolver, SolveStatus, box_friction_lcp, lemke, solve
 from contactkit.errors import InvalidInputError
 
 from ._scenes import general_problem, random_problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine.solvers import (
+from contactkit.engine.reference.solvers import (
     BoxPGS,
     ConeSOR,
     LemkeBoxSolver,

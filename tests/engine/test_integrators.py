@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine import (
+from contactkit.engine.reference import (
     Integrator,
     PositionCorrection,
     RigidBody,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine.solvers import ContactCase, SingleConeSolver, solve_single_contact
+from contactkit.engine.reference.solvers import ContactCase, SingleConeSolver, solve_single_contact
 from contactkit.errors import InvalidInputError
 
 from ._scenes import random_problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine import (
+from contactkit.engine.reference import (
     BoxPGS,
     ConeSOR,
     Integrator,
@@ -18,7 +18,7 @@ from contactkit.engine import (
     step_rigid_body,
     velocity_after,
 )
-from contactkit.engine.solvers import residuals
+from contactkit.engine.reference.solvers import residuals
 from contactkit.rotations import quat_mul, quat_to_mat, rotvec_to_quat
 from contactkit.state import BodyState
 

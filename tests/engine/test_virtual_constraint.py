@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactkit.engine import (
+from contactkit.engine.reference import (
     BoxPGS,
     ConeSOR,
     Contacts,
@@ -17,7 +17,7 @@ from contactkit.engine import (
     inverse_mass_matrix,
     velocity_after,
 )
-from contactkit.engine.solvers import (
+from contactkit.engine.reference.solvers import (
     SurfaceFunction,
     add_virtual_constraint,
     configuration,

@@ -6,9 +6,8 @@ import pytest
 
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.data.reader import open_dataset
-from contactkit.engine.integrators import Integrator
 from contactkit.engine.model import EngineContactModel
-from contactkit.engine.params import EngineParams, SolverKind
+from contactkit.engine.params import EngineParams, Integrator, SolverKind
 from contactkit.engine.world import EngineWorld
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode, ContactModel

@@ -11,14 +11,21 @@ import pytest
 
 from contactkit.collision import CollisionWorld, labelled_contacts
 from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
-from contactkit.engine import BoxPGS, ConeSOR, build_problem, contact_wrench, free_velocity, inverse_mass_matrix
 from contactkit.engine._kernels_contacts import node_contacts
 from contactkit.engine._kernels_dynamics import Control, control_wrench, pose_delta_target
 from contactkit.engine._kernels_geometry import INFO_MID, INFO_STOP, contact_geometry, raw_capacity
 from contactkit.engine._kernels_reduce import reduce_contacts
 from contactkit.engine._kernels_solve import build_rows, project_positions, single_contact, solve_box, solve_cone
+from contactkit.engine.reference import (
+    BoxPGS,
+    ConeSOR,
+    build_problem,
+    contact_wrench,
+    free_velocity,
+    inverse_mass_matrix,
+)
+from contactkit.engine.reference.solvers import solve_single_contact
 from contactkit.engine.sensing import contact_ft
-from contactkit.engine.solvers import solve_single_contact
 from contactkit.rotations import quat_mul, quat_to_mat, rotvec_to_quat
 from contactkit.tasks import peg_in_hole
 

@@ -1,91 +1,56 @@
-"""contactkit's rigid-body contact engine: contact problems, solvers and integrators (pure numerics).
+"""contactkit's rigid-body contact engine: one physics, three copies, each for one job.
 
-Composition of one step (collision detection and the scene-level world are built on top of this):
-``free_velocity`` → ``build_problem`` (contacts from collision detection) → ``solve(problem, solver)`` →
-``velocity_after`` → ``advance_pose`` → ``correct_position`` (optional) → ``contact_wrench`` (sensing).
-:func:`step_rigid_body` strings these together for one floating body.
+**What** :class:`~contactkit.engine.world.EngineWorld` **runs** (and
+:class:`~contactkit.engine.model.EngineContactModel`, a batch of the same): only the numba kernels, one compiled
+call per control period, :func:`._kernels_step.advance`. Each of its ``ceil(control_dt / EngineParams.max_step)``
+steps runs
+
+1. :func:`._kernels_dynamics.free_velocity` — the impedance law (damping implicit), gravity, viscous damping, the
+   wrist armature and the gyroscopic term in passive-midpoint form (tight-tolerance paper eq 1);
+2. :func:`._kernels_contacts.node_contacts` — tool vertices against environment pieces and back, speculative margins
+   (static planes and grids precomputed once by :func:`._kernels_geometry.contact_geometry`), then
+   :func:`._kernels_reduce.reduce_contacts` — canonical order and clustering — and the warm start by feature key;
+3. :mod:`._kernels_solve` — matrix-free problem rows and :func:`~._kernels_solve.solve_box` (``SolverKind.BOX_PGS``)
+   or :func:`~._kernels_solve.solve_cone` (``SolverKind.CONE_SOR``);
+4. :func:`.sensing.contact_ft` — the F/T reading of the step's impulses;
+5. the pose update (``Integrator``) with :func:`._kernels_dynamics.rotate_body`, and the split-impulse position
+   projection :func:`._kernels_solve.project_positions`.
+
+The kernels share the array layouts of :mod:`.layout` (contact rows, the ``(13,)`` state) and the quaternion maths
+of :mod:`contactkit.rotations.numba`; their settings are :class:`~.params.EngineParams` (:class:`~.params.SolverKind`,
+:class:`~.params.Integrator`).
+
+**The reference** (:mod:`contactkit.engine.reference`, numpy): the same physics for one body and given contacts,
+written plainly — ``step_rigid_body``, the contact problem, the solvers (``BoxPGS``, ``ConeSOR``, ``LemkeBoxSolver``).
+It is not called by ``EngineWorld``: it is the oracle every kernel is tested against (``tests/engine/
+test_world_kernels.py``, ``test_kernels_vs_reference.py``) and the engine for hand-made problems. Where the two
+differ on purpose: the kernels always treat the gyroscopic term in passive-midpoint form (the reference's
+semi-implicit Euler treats it explicitly), add damping and armature (the reference has neither), and their position
+projection is Gauss-Seidel letting a contact shallower than the slop close up to its gap, where the reference solves
+it exactly (Lemke) and lets no listed contact close.
+
+**The differentiable model** (:mod:`contactkit.engine.diff`, torch): the F/T reading as a function of pose, action
+and geometry θ with gradients, for the estimators of the placement paper (:mod:`contactkit.estimation`). It is
+its own model (spatial inertia about the tool origin, stiffness integrated implicitly, Baumgarte and a compliance,
+a step split at the time of impact), not a copy of the kernel step; it reuses the reference's
+:class:`~.reference.problem.ContactProblem` and Lemke as the exact fallback of its LCP, and its active-set guess
+(``lcp_grad._pgs``) is the reference's box PGS (tested iterate for iterate).
+
+This package imports only :mod:`.params`; ``EngineWorld`` and ``EngineContactModel`` load (with numba and the
+collision geometry) on first use.
 """
 
-from contactkit.engine.body import (
-    RigidBody,
-    com_position,
-    generalized_force,
-    generalized_velocity,
-    inverse_mass_matrix,
-    kinetic_energy,
-    mass_matrix,
-    state_with_velocity,
-    wrench_from_generalized,
-)
-from contactkit.engine.integrators import (
-    Integrator,
-    PositionCorrection,
-    StepResult,
-    advance_pose,
-    correct_position,
-    displace,
-    free_velocity,
-    step_rigid_body,
-)
-from contactkit.engine.problem import (
-    ContactProblem,
-    Contacts,
-    body_point_jacobians,
-    build_problem,
-    build_problem_general,
-    contact_frames,
-    contact_wrench,
-    speculative_bias,
-    velocity_after,
-    with_unilateral_rows,
-)
-from contactkit.engine.solvers import (
-    BoxPGS,
-    ConeSOR,
-    ContactSolution,
-    ContactSolver,
-    FrictionModel,
-    LemkeBoxSolver,
-    SingleConeSolver,
-    SolveStatus,
-    solve,
-)
+from contactkit.engine.params import EngineParams, Integrator, SolverKind
 
-__all__ = [
-    "BoxPGS",
-    "ConeSOR",
-    "ContactProblem",
-    "ContactSolution",
-    "ContactSolver",
-    "Contacts",
-    "FrictionModel",
-    "Integrator",
-    "LemkeBoxSolver",
-    "PositionCorrection",
-    "RigidBody",
-    "SingleConeSolver",
-    "SolveStatus",
-    "StepResult",
-    "advance_pose",
-    "body_point_jacobians",
-    "build_problem",
-    "build_problem_general",
-    "com_position",
-    "contact_frames",
-    "contact_wrench",
-    "correct_position",
-    "displace",
-    "free_velocity",
-    "generalized_force",
-    "generalized_velocity",
-    "inverse_mass_matrix",
-    "kinetic_energy",
-    "mass_matrix",
-    "solve",
-    "speculative_bias",
-    "state_with_velocity",
-    "step_rigid_body",
-    "velocity_after",
-    "with_unilateral_rows",
-    "wrench_from_generalized",
-]
+_LAZY = {"EngineWorld": "contactkit.engine.world", "EngineContactModel": "contactkit.engine.model"}
+
+__all__ = ["EngineContactModel", "EngineParams", "EngineWorld", "Integrator", "SolverKind"]
+
+
+def __getattr__(name: str):
+    """``EngineWorld`` and ``EngineContactModel``, imported when first asked for (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contactkit.engine' has no attribute {name!r}")

@@ -109,7 +109,8 @@ def control_wrench(ctrl, origin, quat, v_origin, omega):
 @njit(cache=True)
 def origin_map(rot, com_local):
     """``G (3, 6)``: velocity of the tool origin from ``V = [v_com; ω_body]``, ``v_o = v_com - S(ρ) R ω``
-    with ``ρ = -R com_local`` (the point Jacobian of :func:`contactkit.engine.problem.body_point_jacobians`)."""
+    with ``ρ = -R com_local`` (the point Jacobian of
+    :func:`contactkit.engine.reference.problem.body_point_jacobians`)."""
     rho = -(rot @ com_local)
     g = np.zeros((3, 6))
     for a in range(3):

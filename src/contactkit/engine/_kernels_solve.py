@@ -1,17 +1,18 @@
 """Matrix-free contact problem and solvers of one floating body (numba): the hot loops of the engine.
 
-The problem is that of :mod:`contactkit.engine.problem` (``u = Wλ + b``, ``W = J M⁻¹ Jᵀ``, contact frames
+The problem is that of :mod:`contactkit.engine.reference.problem` (``u = Wλ + b``, ``W = J M⁻¹ Jᵀ``, contact frames
 ``[n; t1; t2]`` with ``n`` from the environment into the tool), but ``W`` is never formed: a single body
 has six velocities, so each solver keeps the body velocity ``v = v_free + M⁻¹Jᵀλ`` and reads a contact's
 velocity as ``J_i v``. A sweep over ``K`` contacts costs ``O(K)`` instead of ``O(K²)``. The algorithms are
 those of the reference solvers (tested against them):
 
 * :func:`solve_box` — projected Gauss-Seidel on the box-friction MLCP (pushing paper eqs 5, 7, 8), as
-  :class:`contactkit.engine.solvers.BoxPGS`;
+  :class:`contactkit.engine.reference.solvers.BoxPGS`;
 * :func:`solve_cone` — nonlinear block SOR with the exact single-contact Coulomb solve (opening, stick, slip
-  by bisection; tight-tolerance paper §III-C, Algorithm 1 lines 3–6), as :class:`contactkit.engine.solvers.ConeSOR`;
+  by bisection; tight-tolerance paper §III-C, Algorithm 1 lines 3–6), as
+  :class:`contactkit.engine.reference.solvers.ConeSOR`;
 * :func:`project_positions` — the split-impulse position projection of
-  :func:`contactkit.engine.integrators.correct_position` by Gauss-Seidel on the normal rows.
+  :func:`contactkit.engine.reference.integrators.correct_position` by Gauss-Seidel on the normal rows.
 
 Generalized velocity ``V = [v_com (world); ω (body)]`` (tight-tolerance paper eq 1). Both solvers stop when a sweep
 changes the velocity of no contact point by more than ``tol`` (bounded by ``|Δv| + |Δω|·lever`` with
@@ -38,7 +39,7 @@ the cone's boundary, so only the slip direction carries this error)."""
 @njit(cache=True)
 def contact_frame(nx, ny, nz, frame):
     """Rows ``[n; t1; t2]`` of ``frame (3, 3)`` (written): the branchless basis of Duff et al. (2017) of
-    :func:`contactkit.engine.problem.contact_frames`."""
+    :func:`contactkit.engine.reference.problem.contact_frames`."""
     sign = 1.0 if nz >= 0.0 else -1.0
     a = -1.0 / (sign + nz)
     bxy = nx * ny * a
@@ -59,7 +60,7 @@ def build_rows(contacts, count, com, rot, m_inv, frames, jac, m_inv_jt, blocks):
         frames ``(K, 3, 3)``, jac ``(K, 3, 6)``, m_inv_jt ``(K, 3, 6)``, blocks ``(K, 3, 3)``: written.
 
     The row of direction ``e`` at the point ``p`` is ``[eᵀ, (Rᵀ (r × e))ᵀ]`` with ``r = p - com``
-    (:func:`contactkit.engine.problem.body_point_jacobians`).
+    (:func:`contactkit.engine.reference.problem.body_point_jacobians`).
     """
     for i in range(count):
         contact_frame(contacts[i, ROW_NORMAL], contacts[i, ROW_NORMAL + 1], contacts[i, ROW_NORMAL + 2], frames[i])
@@ -162,7 +163,7 @@ def invert3(w, out):
 def single_contact(w, wi, mu, bn, bt1, bt2):
     """Exact single-contact Coulomb impulse (tight-tolerance paper §III-C) for ``W = w (3, 3)`` and free velocity ``b``.
 
-    The algorithm of :class:`contactkit.engine.solvers.cone_single.SingleContactOperator`: opening
+    The algorithm of :class:`contactkit.engine.reference.solvers.cone_single.SingleContactOperator`: opening
     (``b_n ≥ 0``), stick (``λ = -W⁻¹b`` inside the cone), slip (bisection on ``s`` with the Schur complement).
     ``wi`` is ``W⁻¹`` (:func:`invert3`). Returns ``(λ_n, λ_t1, λ_t2)`` [N·s].
     """

@@ -46,7 +46,7 @@ from contactkit.rotations.numba import quat_to_mat
 SOLVER_BOX, SOLVER_CONE = 0, 1
 """Kernel codes of :class:`contactkit.engine.params.SolverKind`."""
 INTEGRATOR_EULER, INTEGRATOR_MIDPOINT = 0, 1
-"""Kernel codes of :class:`contactkit.engine.integrators.Integrator`."""
+"""Kernel codes of :class:`contactkit.engine.reference.integrators.Integrator`."""
 
 STAT_CONTACTS, STAT_RAW, STAT_SWEEPS, STAT_MAX_SWEEPS, STAT_UNCONVERGED, STAT_MIN_DISTANCE, STAT_CORRECTED, \
     STAT_NONFINITE = range(8)
@@ -157,7 +157,7 @@ def correct_pose(buf, settings, body, count, com_old, rot_old, com, quat):
     """Project out the penetration predicted at the new pose (step 5, split impulse; velocities kept).
 
     Each contact's tool point is carried rigidly to the new pose; its gap becomes ``d + n·(p' - p)`` (the
-    environment taken as locally planar), as :func:`contactkit.engine.integrators.step_rigid_body` does.
+    environment taken as locally planar), as :func:`contactkit.engine.reference.integrators.step_rigid_body` does.
     Returns ``(corrected, smallest predicted gap [m])``.
     """
     h = settings.h

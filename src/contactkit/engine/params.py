@@ -26,22 +26,31 @@ import enum
 import math
 from dataclasses import dataclass
 
-from contactkit.engine.integrators import Integrator
 from contactkit.errors import InvalidInputError
 
 DEFAULT_MAX_STEP = 2.5e-3
 """Longest engine step [s] (see the module docstring for how it was chosen)."""
 
 
+class Integrator(enum.Enum):
+    """Time integrator of the pose: the pose moves with the end-of-step velocity (semi-implicit Euler) or with the
+    mean of the start and end velocities (passive midpoint, tight-tolerance paper eq 1). Read by the kernels
+    (``EngineParams.integrator``) and by the reference's :func:`contactkit.engine.reference.integrators.free_velocity`
+    / ``advance_pose`` (where Euler also treats the gyroscopic term explicitly; the kernels never do)."""
+
+    SEMI_IMPLICIT_EULER = "semi_implicit_euler"
+    PASSIVE_MIDPOINT = "passive_midpoint"
+
+
 class SolverKind(enum.Enum):
     """Which contact solver the engine runs (both matrix-free numba kernels, warm-started).
 
     * ``BOX_PGS``: projected Gauss-Seidel on the box-friction MLCP (pushing paper eqs 5, 7, 8), as
-      :class:`contactkit.engine.solvers.BoxPGS`. Cheapest; friction is anisotropic (a box in the contact
+      :class:`contactkit.engine.reference.solvers.BoxPGS`. Cheapest; friction is anisotropic (a box in the contact
       frame), so a sliding direction between the tangent axes sees up to ``√2·μ``.
     * ``CONE_SOR``: nonlinear block SOR with the exact single-contact Coulomb-cone solve (opening /
       stick / slip by bisection, maximum dissipation; tight-tolerance paper §III-C and Algorithm 1), as
-      :class:`contactkit.engine.solvers.ConeSOR`. Isotropic friction like MuJoCo's elliptic cones.
+      :class:`contactkit.engine.reference.solvers.ConeSOR`. Isotropic friction like MuJoCo's elliptic cones.
     """
 
     BOX_PGS = "box_pgs"

@@ -2,7 +2,7 @@
 in the sensor frame, with the torque about the sensor origin (docs/architecture.md, "Conventions").
 
 Contact ``i`` acts at the world point ``p_i`` with the impulse ``λ_i = (λ_n, λ_t1, λ_t2)`` [N·s] in its
-frame (rows ``[n; t1; t2]``, :mod:`contactkit.engine.problem`); over a step of ``h`` seconds its mean
+frame (rows ``[n; t1; t2]``, :mod:`contactkit.engine.reference.problem`); over a step of ``h`` seconds its mean
 force is ``f_i = frameᵢᵀ λ_i / h`` (tight-tolerance paper eq 1: ``Σ J_iᵀ f_i`` is the contact wrench, ``F_c`` after
 Algorithm 1). With the sensor origin ``s`` and orientation ``R_s`` (world),
 

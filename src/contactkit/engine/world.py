@@ -37,13 +37,12 @@ from contactkit.engine._kernels_step import (
     Settings,
     advance,
 )
-from contactkit.engine.body import cross3
-from contactkit.engine.integrators import Integrator
-from contactkit.engine.params import EngineParams, SolverKind
+from contactkit.engine.params import EngineParams, Integrator, SolverKind
 from contactkit.engine.sensing import add_sensor_errors
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.model import ActionMode, StepResult
 from contactkit.physics import WorldParams
+from contactkit.rotations import cross as cross3
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
 from contactkit.state import BodyState

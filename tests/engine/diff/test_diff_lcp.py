@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from contactkit.engine.diff.lcp_grad import RowStatus, active_set_solve, solve_batch
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.base import FrictionModel, max_residual
-from contactkit.engine.solvers.lemke import LemkeBoxSolver
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.base import FrictionModel, max_residual
+from contactkit.engine.reference.solvers.lemke import LemkeBoxSolver
 
 
 def random_problems(rng: np.random.Generator, n: int, k: int, cfm: float = 1e-2):

@@ -18,7 +18,7 @@ Feature pairs (normal source × point construction), with ``n`` the unit normal 
   environment edge that are aligned along ``n`` (``CROSSING``: edge crossings of two touching faces, and the closest
   points of two crossed edges), ``d = n·(p_T - p_E)``.
 
-The contact point is always on the tool's surface (the engine's convention, :mod:`contactkit.engine.problem`).
+The contact point is always on the tool's surface (the engine's convention, :mod:`contactkit.engine.reference.problem`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Box-friction LCP of a batch of contact problems: exact solution and implicit differentiation at its active set.
 
-The problem is the engine's (:mod:`contactkit.engine.problem`, pushing paper eqs 5, 7, 8): ``u = Wλ + b`` with,
+The problem is the reference engine's (:mod:`contactkit.engine.reference.problem`, pushing paper eqs 5, 7, 8):
+``u = Wλ + b`` with,
 per contact, ``0 ≤ λ_n ⊥ u_n ≥ 0`` and per tangent direction ``λ_tj ∈ [-μλ_n, μλ_n]`` opposing ``u_tj`` (differentiable
 contact paper §IV-B: ``λ = LCP(A, b)``). A solution is characterised by its *active set*, one status per row
 (:class:`RowStatus`), and then solves the square linear system (:func:`active_set_system`)
@@ -12,7 +13,7 @@ contact paper §IV-B: ``λ = LCP(A, b)``). A solution is characterised by its *a
 Forward (:func:`solve_batch`, numpy): projected Gauss–Seidel sweeps over the whole batch guess the active set, the
 system is solved exactly and checked against every complementarity condition; violated rows switch status (a few
 rounds of a primal–dual active-set method), and a problem that still fails is solved by the engine's Lemke pivoting
-(:func:`contactkit.engine.solvers.lemke.lemke`) and polished at Lemke's active set.
+(:func:`contactkit.engine.reference.solvers.lemke.lemke`) and polished at Lemke's active set.
 
 Backward (:func:`active_set_solve`, torch): the same system built from torch ``W`` and ``b`` and solved with
 ``torch.linalg.solve``. Its derivative is the implicit-function-theorem derivative of the LCP solution wherever the
@@ -27,8 +28,8 @@ import numpy as np
 import torch
 from numba import njit
 
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.lemke import LemkeBoxSolver
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.lemke import LemkeBoxSolver
 
 PGS_SWEEPS = 40
 """Projected Gauss–Seidel sweeps that guess the active set (the polish makes the solution exact)."""

@@ -171,7 +171,7 @@ def structure_signature(index: FeatureIndex, split: np.ndarray, first: np.ndarra
 
 
 def contact_frames_torch(normals: torch.Tensor) -> torch.Tensor:
-    """Frames ``(B, K, 3, 3)`` rows ``[n; t1; t2]`` of :func:`contactkit.engine.problem.contact_frames` (Duff basis)."""
+    """Frames ``(B, K, 3, 3)`` rows ``[n; t1; t2]`` of :func:`contactkit.collision.contact_frames` (Duff basis)."""
     nx, ny, nz = normals.unbind(-1)
     sign = torch.where(nz >= 0.0, 1.0, -1.0).to(normals.dtype)
     a = -1.0 / (sign + nz)

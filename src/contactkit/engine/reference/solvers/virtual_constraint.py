@@ -13,7 +13,7 @@ at the surface point; it is oriented towards increasing ``h`` and normalised to 
 
 Velocity condition (eq 8): ``0 ≤ λ_C ⊥ v_C = N_Cᵀ V⁺ ≥ 0``, added to a contact problem as one
 frictionless unilateral row (:func:`add_virtual_constraint`) and solved with the contacts by
-:class:`~contactkit.engine.solvers.cone_sor.ConeSOR` (Algorithm 1) or any other solver.
+:class:`~contactkit.engine.reference.solvers.cone_sor.ConeSOR` (Algorithm 1) or any other solver.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.engine.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
-from contactkit.engine.problem import ContactProblem, with_unilateral_rows
+from contactkit.engine.reference.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
+from contactkit.engine.reference.problem import ContactProblem, with_unilateral_rows
 from contactkit.errors import InvalidInputError
 from contactkit.state import BodyState
 

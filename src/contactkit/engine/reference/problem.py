@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contactkit.collision.contact_set import NORMAL_UNIT_TOL, Contacts, contact_frames
-from contactkit.engine.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
+from contactkit.engine.reference.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
 from contactkit.errors import InvalidInputError
 from contactkit.state import BodyState
 
@@ -110,7 +110,7 @@ def speculative_bias(distances: np.ndarray, dt: float) -> np.ndarray:
 
     With it, ``u_n = (J v⁺)_n + max(d,0)/dt ≥ 0`` lets a contact that is ``d > 0`` apart close that gap
     within the step and no more. It is non-negative, so it never adds energy (a penetration ``d < 0`` is
-    not pushed out by the velocity; :func:`contactkit.engine.integrators.correct_position` does that).
+    not pushed out by the velocity; :func:`contactkit.engine.reference.integrators.correct_position` does that).
     """
     return np.maximum(np.asarray(distances, dtype=np.float64), 0.0) / _check_dt(dt)
 
@@ -187,7 +187,7 @@ def build_problem(
         body: mass properties.
         state: pose at the start of the step (velocities unused).
         v_free: ``(6,)`` free generalized velocity ``[v_com_world; ω_body]`` at the end of the step
-            (:func:`contactkit.engine.integrators.free_velocity`).
+            (:func:`contactkit.engine.reference.integrators.free_velocity`).
         dt: time step [s].
         extra_bias: ``(3K,)`` optional bias [m/s] added to the speculative normal bias.
     """
@@ -232,7 +232,7 @@ def contact_wrench(problem: ContactProblem, impulses: np.ndarray, about: np.ndar
 
     ``f_i = frames_iᵀ λ_i / dt`` is the force the environment exerts on the tool at ``points_i``;
     the wrench is ``(Σ f_i, Σ (p_i - about) × f_i)``. ``impulses`` is ``(K, 3)`` [N·s] in contact frames
-    (virtual C-space rows are not point forces; use :func:`contactkit.engine.body.wrench_from_generalized`).
+    (virtual C-space rows are not point forces; use :func:`contactkit.engine.reference.body.wrench_from_generalized`).
     """
     impulses = np.asarray(impulses, dtype=np.float64).reshape(problem.n_contacts, 3)
     forces = np.einsum("kab,ka->kb", problem.frames, impulses) / problem.dt

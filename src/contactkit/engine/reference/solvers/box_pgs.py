@@ -8,7 +8,7 @@ rows (tight-tolerance paper eq 8) are rows with bounds ``[0, ∞)``.
 Each sweep visits the rows in order (normal, t1, t2 of contact 0, then contact 1, …, then the unilateral
 rows) and sets ``λ_r ← clip(λ_r - ω u_r / W_rr, lo_r, hi_r)``, updating ``u`` incrementally by the column
 ``W[:, r]``; the friction bounds use the current ``λ_n``. Convergence is judged after every sweep on the
-residuals of :mod:`contactkit.engine.solvers.base` (box model).
+residuals of :mod:`contactkit.engine.reference.solvers.base` (box model).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.base import (
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.base import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_TOL,
     ContactSolution,

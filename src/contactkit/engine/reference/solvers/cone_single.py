@@ -23,8 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.base import (
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.base import (
     DEFAULT_TOL,
     ContactSolution,
     FrictionModel,
@@ -143,7 +143,7 @@ def solve_single_contact(W: np.ndarray, b: np.ndarray, mu: float) -> tuple[np.nd
 
 @dataclass(frozen=True)
 class SingleConeSolver:
-    """:class:`~contactkit.engine.solvers.base.ContactSolver` for a problem with exactly one contact.
+    """:class:`~contactkit.engine.reference.solvers.base.ContactSolver` for a problem with exactly one contact.
 
     Attributes:
         tol: tolerance on the residuals [m/s] that decides the reported status.

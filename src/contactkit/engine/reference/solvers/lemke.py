@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.base import (
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.base import (
     DEFAULT_TOL,
     ContactSolution,
     FrictionModel,

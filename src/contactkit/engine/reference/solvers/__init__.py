@@ -8,7 +8,7 @@
 * :mod:`.virtual_constraint` — the C-space virtual constraint (tight-tolerance paper §IV-B/C) as an extra row.
 """
 
-from contactkit.engine.solvers.base import (
+from contactkit.engine.reference.solvers.base import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_TOL,
     ContactSolution,
@@ -18,11 +18,11 @@ from contactkit.engine.solvers.base import (
     residuals,
     solve,
 )
-from contactkit.engine.solvers.box_pgs import BoxPGS
-from contactkit.engine.solvers.cone_single import ContactCase, SingleConeSolver, solve_single_contact
-from contactkit.engine.solvers.cone_sor import ConeSOR
-from contactkit.engine.solvers.lemke import LemkeBoxSolver, LemkeResult, box_friction_lcp, lemke
-from contactkit.engine.solvers.virtual_constraint import (
+from contactkit.engine.reference.solvers.box_pgs import BoxPGS
+from contactkit.engine.reference.solvers.cone_single import ContactCase, SingleConeSolver, solve_single_contact
+from contactkit.engine.reference.solvers.cone_sor import ConeSOR
+from contactkit.engine.reference.solvers.lemke import LemkeBoxSolver, LemkeResult, box_friction_lcp, lemke
+from contactkit.engine.reference.solvers.virtual_constraint import (
     CSpaceConstraint,
     SurfaceFunction,
     add_virtual_constraint,

@@ -2,7 +2,7 @@
 
 Each sweep visits the contacts in order. For contact ``i`` the velocity without its own impulse is
 ``b_i = u_i - W_ii λ_i``; the exact single-contact solution ``λ_i*`` of
-:mod:`contactkit.engine.solvers.cone_single` (opening / stick / slip by bisection) is computed for it
+:mod:`contactkit.engine.reference.solvers.cone_single` (opening / stick / slip by bisection) is computed for it
 (line 4) and relaxed, ``λ_i ← αλ_i* + (1-α)λ_i`` (line 5). Then each unilateral C-space row ``C``
 (the virtual constraint of the tight-tolerance paper §IV-B/C, eq 8) gets ``v_C* = u_C - W_CC λ_C`` (line 7), the impulse
 ``λ_C* = -v_C*/W_CC`` if ``v_C* < 0`` else 0 (lines 8–11), relaxed the same way (line 13). The sweep
@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from contactkit.engine.problem import ContactProblem
-from contactkit.engine.solvers.base import (
+from contactkit.engine.reference.problem import ContactProblem
+from contactkit.engine.reference.solvers.base import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_TOL,
     ContactSolution,
@@ -29,7 +29,7 @@ from contactkit.engine.solvers.base import (
     max_residual,
     row_scales,
 )
-from contactkit.engine.solvers.cone_single import SingleContactOperator
+from contactkit.engine.reference.solvers.cone_single import SingleContactOperator
 
 
 def _project_cone(lam: np.ndarray, mu: np.ndarray) -> None:

@@ -1,6 +1,6 @@
 """The one interface every contact solver implements, its solution type, and the shared residuals.
 
-A solver takes a :class:`~contactkit.engine.problem.ContactProblem` ``u = Wλ + b`` and returns a
+A solver takes a :class:`~contactkit.engine.reference.problem.ContactProblem` ``u = Wλ + b`` and returns a
 :class:`ContactSolution`: impulses per contact in contact frames [N·s], the impulses of the unilateral
 C-space rows, the contact velocities, the iteration count, residuals, and a status that says whether
 the tolerance was met; hitting the iteration cap is a status (``ITERATION_LIMIT``), never hidden.
@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from contactkit.engine.problem import ContactProblem
+from contactkit.engine.reference.problem import ContactProblem
 from contactkit.errors import InvalidInputError
 
 DEFAULT_TOL = 1e-10

@@ -24,14 +24,14 @@ that is not kept in the state, so it cannot add kinetic energy.
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from contactkit.collision.contact_set import Contacts
-from contactkit.engine.body import (
+from contactkit.engine.params import Integrator
+from contactkit.engine.reference.body import (
     RigidBody,
     com_position,
     cross3,
@@ -41,19 +41,12 @@ from contactkit.engine.body import (
     single_state,
     state_with_velocity,
 )
-from contactkit.engine.problem import ContactProblem, build_problem, contact_wrench, velocity_after
-from contactkit.engine.solvers.base import ContactSolution, ContactSolver
-from contactkit.engine.solvers.lemke import lemke
+from contactkit.engine.reference.problem import ContactProblem, build_problem, contact_wrench, velocity_after
+from contactkit.engine.reference.solvers.base import ContactSolution, ContactSolver
+from contactkit.engine.reference.solvers.lemke import lemke
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.rotations import SMALL_ANGLE
 from contactkit.state import BodyState
-
-
-class Integrator(enum.Enum):
-    """Time integrator of the free motion and the pose."""
-
-    SEMI_IMPLICIT_EULER = "semi_implicit_euler"
-    PASSIVE_MIDPOINT = "passive_midpoint"
 
 
 @dataclass(frozen=True)
