@@ -9,6 +9,7 @@ contact step, next to the particle filter and the trigger heuristic), and write 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contactkit.control.policies import SpiralPolicy
+from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
 from contactkit.data.collect import CollectSpec, collect, run_episode
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
@@ -35,6 +36,7 @@ from contactkit.model import rollout
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import load_world
 from contactkit.report.html import write_report
+from contactkit.report.phrases import height_phrase, signed_phrase
 from contactkit.report.plots import plot_episode
 from contactkit.scene import Scene
 from contactkit.state import BodyState
@@ -73,62 +75,123 @@ def _touch(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     return {"dataset": str(path.relative_to(out)), "episodes": summary["episodes"], "steps": summary["steps"]}
 
 
+SPIRAL_STEPS = 240
+"""Control steps of each spiral insertion (12 s at 20 Hz; the misaligned searches tried while choosing it found the
+hole within 180 steps, after the spiral's restart from the centre at ``max_radius`` in the slow cases)."""
+SPIRAL_OFFSET_M = (0.002, 0.004)
+"""Range of the lateral misalignment [m]: the policy's believed hole centre (and the tool's start) is this far from
+the true centre, magnitude and direction uniform, drawn from the trial's generator; 1 mm clearance needs a search."""
+SLOT_FLOOR = "the slot floor"
+
+
+def spiral_trial(scene: Scene, rng: np.random.Generator, steps: int = SPIRAL_STEPS) -> tuple[Episode, dict]:
+    """One misaligned spiral search (Act-FIGNet paper App. E-b) in MuJoCo's nominal world.
+
+    Args:
+        scene: a peg-in-hole scene (``target_pos`` is the slot floor's centre, world frame [m]).
+        rng: draws the misalignment (:data:`SPIRAL_OFFSET_M`) and the policy's randomness.
+        steps: control steps.
+
+    Returns:
+        The episode and its measurements: ``offset_mm`` ``(2,)`` (believed minus true hole centre, world x, y
+        [mm]), ``contact_s`` (first F/T force above ``CONTACT_FORCE_N`` [s]), ``search_s`` (from that contact
+        until the tip first comes within :data:`SUCCESS_DISTANCE_M` of the floor [s]; None if never),
+        ``tip_height_mm`` (final tip height over the slot floor [mm], negative when it sank into it), ``inserted``.
+    """
+    angle = rng.uniform(0.0, 2.0 * np.pi)
+    offset = rng.uniform(*SPIRAL_OFFSET_M) * np.array([np.cos(angle), np.sin(angle)])
+    start = BodyState.at_rest(scene.tool.init_pos + [*offset, 0.0])
+    policy = SpiralPolicy(SpiralConfig(center_offset=(float(offset[0]), float(offset[1]))))
+    episode = run_episode(MujocoWorld(scene, load_world("nominal")), policy, steps, start, rng)
+    height = episode.pos[:, 2] - scene.target_pos[2]
+    touching = np.flatnonzero(np.linalg.norm(episode.wrench[:, :3], axis=1) > CONTACT_FORCE_N)
+    found = np.flatnonzero(height < SUCCESS_DISTANCE_M)
+    contact_s = float(episode.time[touching[0] + 1]) if touching.size else None  # reading k ends at state k + 1
+    search_s = float(episode.time[found[0]]) - contact_s if found.size and contact_s is not None else None
+    return episode, {"offset_mm": (offset * 1e3).tolist(), "contact_s": contact_s, "search_s": search_s,
+                     "tip_height_mm": float(height[-1]) * 1e3, "inserted": bool(height[-1] < SUCCESS_DISTANCE_M)}
+
+
 def _insert(out: Path, seed: int, log: Callable[[str], None]) -> list[dict]:
     rows = []
     for shape, slot_shape in INSERTION_CASES:
         scene = peg_in_hole(shape, 1e-3, slot_shape=slot_shape)
-        rng = np.random.default_rng([seed, len(rows)])
-        start = BodyState.at_rest(scene.tool.init_pos + [*rng.uniform(-0.003, 0.003, size=2), 0.0])
-        episode = run_episode(MujocoWorld(scene, load_world("nominal")), SpiralPolicy(), 120, start, rng)
-        depth = float(episode.pos[-1, 2] - scene.target_pos[2])
+        episode, row = spiral_trial(scene, np.random.default_rng([seed, len(rows)]))
         name = f"{shape}-in-{slot_shape or shape}"
         fig = f"spiral_{name}.png"
-        plot_episode(episode, out / fig, title=f"spiral insertion: {name}, 1 mm clearance")
-        rows.append(
-            {
-                "tool": shape,
-                "slot": slot_shape or shape,
-                "final_tip_height_mm": depth * 1e3,
-                "inserted": bool(depth < SUCCESS_DISTANCE_M),
-                "figure": fig,
-            }
-        )
-        log(f"spiral insertion {name}: tip {depth * 1e3:.2f} mm above the bottom")
+        plot_episode(episode, out / fig, title=f"spiral insertion: {name}, 1 mm clearance, "
+                     f"started {np.hypot(*row['offset_mm']):.1f} mm off the hole")
+        rows.append({"tool": shape, "slot": slot_shape or shape, **row, "figure": fig})
+        log(f"spiral insertion {name}: started {np.hypot(*row['offset_mm']):.1f} mm off the hole, "
+            f"{_search_words(row)}; tip {height_phrase(row['tip_height_mm'] * 1e-3, SLOT_FLOOR)}")
     return rows
 
 
-LEARN_BUDGET_S = 180.0
-"""Wall-clock cap of the demo's Act-FIGNet training [s] (the whole demo stays under 10 minutes on 2 cores)."""
-LEARN_MAX_STEPS = 1500
-"""Optimisation steps the demo's training stops at, if the time cap has not stopped it first."""
-LEARN_CHUNK = 50
-"""Steps between the time checks (training resumes from its last checkpoint, so chunks are seamless)."""
+def _search_words(row: dict) -> str:
+    """How the search of a :func:`spiral_trial` went, in words."""
+    if row["search_s"] is None:
+        return f"did not find the hole in {SPIRAL_STEPS} steps"
+    return f"found the hole {row['search_s']:.2f} s after first touching the surface"
+
+
+def _insert_table(rows: list[dict]) -> list[dict]:
+    """The insertion rows as the report shows them (distances and times in words and units)."""
+    return [{"tool in slot": f"{r['tool']} in {r['slot']}",
+             "start off the hole": f"{np.hypot(*r['offset_mm']):.1f} mm "
+                                   f"(x {r['offset_mm'][0]:+.1f}, y {r['offset_mm'][1]:+.1f})",
+             "search time": "not found" if r["search_s"] is None else f"{r['search_s']:.2f} s",
+             "tip at the end": height_phrase(r["tip_height_mm"] * 1e-3, SLOT_FLOOR),
+             "inserted": "yes" if r["inserted"] else "no"} for r in rows]
+
+
+LEARN_STEPS = 1500
+"""Optimisation steps of the demo's Act-FIGNet training: a fixed count, never a wall-clock cap, so that two runs with
+the same seed give the same model (a 180 s cap gave 30.9 and 15.8 mm of rollout error for one seed). Measured: about
+0.13 s of CPU per step on one thread, so ~200 s, the old cap, on an idle core."""
+LEARN_VAL_EVERY = 100
+"""Steps between validations; the checkpoint with the lowest validation loss is the one evaluated."""
+TORCH_THREADS = 1
+"""Torch intra-op threads for the whole demo: results of parallel reductions can depend on the thread count, so it
+is fixed rather than left to the machine (one thread is also the faster for these small graphs on 2 shared cores)."""
 PREDICT_HORIZON = 100
 """Steps of the open-loop prediction of the held-out episode (Act-FIGNet paper Table I)."""
 PREDICT_SAMPLES = EvalConfig(horizon=PREDICT_HORIZON, max_segments=3, max_transitions=60)
 """Rollout segments and one-step transitions scored on the held-out episode (each GNN graph costs ~30 ms)."""
 
 
-def _train_capped(data, val, model_dir: Path, seed: int) -> tuple[Path, int, float]:
-    """Train a small Act-FIGNet from scratch for up to ``LEARN_MAX_STEPS`` steps or ``LEARN_BUDGET_S`` seconds."""
-    import torch
+def train_demo_model(data, val, model_dir: Path, seed: int, steps: int = LEARN_STEPS):
+    """Train a small Act-FIGNet from scratch for exactly ``steps`` optimisation steps (no resume, no time limit).
 
+    Args:
+        data, val: training and validation :class:`~contactkit.data.training.TrainingData` (windows, scenes,
+            control period).
+        model_dir: gets ``last.safetensors`` and ``best.safetensors`` (overwritten when present).
+        seed: seeds the model's initialisation and the sampling and augmentation generator.
+        steps: optimisation steps.
+
+    Returns:
+        The :class:`~contactkit.models.gnn.train.TrainResult`; the same arguments give bit-identical checkpoints
+        and losses (single-threaded torch, see :data:`TORCH_THREADS`).
+    """
     from contactkit.models.gnn import TrainConfig, train
 
-    config = TrainConfig.preset("small", seed=seed, val_every=LEARN_CHUNK, checkpoint_every=LEARN_CHUNK,
-                                val_max_windows=64)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # measured: one thread is faster for these small graphs on a loaded 2-core machine
-    started, steps = time.perf_counter(), 0
+    config = TrainConfig.preset("small", seed=seed, num_steps=steps, val_every=min(LEARN_VAL_EVERY, steps),
+                                checkpoint_every=steps, val_max_windows=64)
+    with torch_threads(TORCH_THREADS):
+        return train(config, data.windows, val.windows, model_dir, scene=data.scenes, step=data.step, resume=False)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """Run the block with ``n`` torch intra-op threads, restoring the previous count afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
     try:
-        while steps < LEARN_MAX_STEPS and time.perf_counter() - started < LEARN_BUDGET_S:
-            chunk = dataclasses.replace(config, num_steps=min(steps + LEARN_CHUNK, LEARN_MAX_STEPS))
-            result = train(chunk, data.windows, val.windows, model_dir, scene=data.scenes, step=data.step,
-                           resume=steps > 0)
-            steps = result.step
+        yield
     finally:
-        torch.set_num_threads(threads)
-    return result.best_checkpoint or result.last_checkpoint, steps, time.perf_counter() - started
+        torch.set_num_threads(before)
 
 
 def _predicted_episode(truth: Episode, model, t0: int, horizon: int, source: ActionSource) -> tuple[Episode, Episode]:
@@ -153,7 +216,9 @@ def _learn(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     n = len(data_all.episodes)
     data = training_data(path, episodes=np.arange(n - 2))
     val = training_data(path, episodes=[n - 2])
-    ckpt, steps, wall = _train_capped(data, val, out / "model", seed)
+    started = time.perf_counter()
+    result = train_demo_model(data, val, out / "model", seed)
+    ckpt, steps, wall = result.best_checkpoint or result.last_checkpoint, result.step, time.perf_counter() - started
     log(f"trained a small Act-FIGNet for {steps} steps in {wall:.0f} s -> {ckpt}")
     held_out = dataclasses.replace(data_all, episodes=data_all.episodes[-1:], scenes=data_all.scenes[-1:])
     predictors = [checkpoint_predictor(ckpt, "act-fignet (demo)"),
@@ -200,61 +265,101 @@ def _estimate(out: Path, seed: int, log: Callable[[str], None]) -> dict:
 
 
 def run_demo(out: str | Path = "out/demo", seed: int = 0, log: Callable[[str], None] = print) -> dict:
-    """Run the demo and write ``out/index.html``, ``out/summary.json`` and the figures; returns the summary."""
+    """Run the demo and write ``out/index.html``, ``out/summary.json`` and the figures; returns the summary.
+
+    Everything but ``summary["wall_s"]`` (wall-clock seconds of each stage, also the report's footer) depends only on
+    ``seed``: fixed step counts, generators seeded from it, torch on :data:`TORCH_THREADS` thread(s).
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    wall: dict[str, float] = {}
     started = time.perf_counter()
-    touch = _touch(out, seed, log)
-    learn = _learn(out, seed, log)
-    insert = _insert(out, seed, log)
-    estimate = _estimate(out, seed, log)
-    summary = {"touch": touch, "learn": learn, "insertion": insert, "estimate": estimate,
-               "wall_s": time.perf_counter() - started}
+    with torch_threads(TORCH_THREADS):
+        touch = _timed(wall, "touch", _touch, out, seed, log)
+        learn = _timed(wall, "learn", _learn, out, seed, log)
+        insert = _timed(wall, "insert", _insert, out, seed, log)
+        estimate = _timed(wall, "estimate", _estimate, out, seed, log)
+    wall["total"] = time.perf_counter() - started
+    wall["train"] = learn.pop("train_s")
+    summary = {"touch": touch, "learn": learn, "insertion": insert, "estimate": estimate, "wall_s": wall}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(
-        out,
-        "contactkit demo",
-        [
-            {
-                "title": "1. Touch: learning data from contact",
-                "text": f"{touch['episodes']} random-spline episodes ({touch['steps']} control steps) of a hexagonal "
-                "peg around a 1 mm-clearance slot in the 'target' world (noisy, biased F/T).",
-                "figures": ["touch_episode0.png"],
-            },
-            {
-                "title": "2. Learn and predict: Act-FIGNet from the touch data",
-                "text": f"A small Act-FIGNet trained for {learn['train_steps']} steps ({learn['train_s']:.0f} s, "
-                f"capped at {LEARN_BUDGET_S:.0f} s) on all touch episodes but the last two (one validates). "
-                f"It predicts the held-out last episode open loop over {learn['horizon']} steps from the recorded "
-                "pose-delta commands of the impedance controller; MuJoCo's 'nominal' world replays the same "
-                "commands from the same states. "
-                "Rows: rollout RMSE (absolute, and relative to the RMS displacement from the start) and one-step "
-                "F/T error against the noisy readings. A few minutes of CPU training is far from the paper's "
-                "120k steps: see `contactkit experiment prediction-accuracy` for the full comparison.",
-                "rows": learn["rows"],
-                "figures": learn["figures"],
-            },
-            {
-                "title": "3. Insert: spiral search in MuJoCo",
-                "text": "Spiral search with a constant downward push, one trial per tool; the circle-in-square "
-                "pairing is paper 0's unseen case.",
-                "rows": [{k: v for k, v in r.items() if k != "figure"} for r in insert],
-                "figures": [r["figure"] for r in insert],
-            },
-            {
-                "title": "4. Estimate: where is the pillar? Geometry from F/T",
-                "text": "A block with a recessed bottom is placed onto a 15 mm pillar whose location and height "
-                f"(l1, l2, h) are off by {', '.join(f'{v:.1f}' for v in estimate['theta_gt_mm'])} mm from the "
-                "nominal ones; MuJoCo holding the true pillar plays the real world. 'ours' refines 10 estimates by "
-                "gradient descent of the F/T discrepancy through the differentiable contact step "
-                "(differentiable-contact paper §V), the particle filter weighs 50, the heuristic descends until "
-                "the force exceeds 1 N. Rows: distance to the goal at release (one case; "
-                "`contactkit experiment placement` runs 10 per task on four tasks). Figures: the estimates over "
-                "time (dashed: the truth) and the release errors.",
-                "rows": estimate["rows"],
-                "figures": estimate["figures"][::-1],
-            },
-        ],
-    )
-    log(f"report: {out / 'index.html'} ({summary['wall_s']:.0f} s)")
+    footer = ("Wall-clock times of this run (they vary with the machine and its load; every other number on this "
+              "page depends only on the seed): " + ", ".join(f"{k} {v:.0f} s" for k, v in wall.items()) + ".")
+    write_report(out, "contactkit demo", _sections(summary), footer=footer)
+    log(f"report: {out / 'index.html'} ({wall['total']:.0f} s)")
     return summary
+
+
+def _timed(wall: dict[str, float], name: str, stage: Callable, *args):
+    """``stage(*args)``, its wall-clock seconds stored in ``wall[name]``."""
+    started = time.perf_counter()
+    result = stage(*args)
+    wall[name] = time.perf_counter() - started
+    return result
+
+
+def _learn_table(rows: list[dict]) -> list[dict]:
+    """Table I rows of the learn stage as the report shows them."""
+    return [{"model": r["model"], "rollout position RMSE [mm]": r["rmse_pos_mm"],
+             "position RMSE / RMS displacement": r["rel_pos"],
+             "rollout rotation RMSE [deg]": r["rmse_rot_deg"], "rotation RMSE / RMS rotation": r["rel_rot"],
+             "one-step force error [N]": r["force_err_N"], "one-step torque error [N·m]": r["torque_err_Nm"]}
+            for r in rows]
+
+
+def _pillar_words(theta_gt_mm: list[float]) -> str:
+    """The ``env`` task's true (l1, l2, h) offsets [mm] from the nominal pillar (world x, y, height), in words."""
+    l1, l2, h = theta_gt_mm
+    return (f"stands {signed_phrase(l1, 'mm', 'toward +x', 'toward −x')} and "
+            f"{signed_phrase(l2, 'mm', 'toward +y', 'toward −y')} of its nominal place and is "
+            f"{signed_phrase(h, 'mm', 'taller', 'shorter')} than nominal")
+
+
+def _sections(summary: dict) -> list[dict]:
+    """The report's sections (see :func:`contactkit.report.html.write_report`) from the demo's summary."""
+    touch, learn, insert, estimate = (summary[k] for k in ("touch", "learn", "insertion", "estimate"))
+    return [
+        {
+            "title": "1. Touch: learning data from contact",
+            "text": f"{touch['episodes']} random-spline episodes ({touch['steps']} control steps) of a hexagonal "
+            "peg around a 1 mm-clearance slot in the 'target' world (noisy, biased F/T).",
+            "figures": ["touch_episode0.png"],
+        },
+        {
+            "title": "2. Learn and predict: Act-FIGNet from the touch data",
+            "text": f"A small Act-FIGNet trained for a fixed {learn['train_steps']} steps on all touch episodes but "
+            "the last two (one validates; the checkpoint of lowest validation loss is kept). "
+            f"It predicts the held-out last episode open loop over {learn['horizon']} steps from the recorded "
+            "pose-delta commands of the impedance controller; MuJoCo's 'nominal' world replays the same "
+            "commands from the same states. "
+            "Rows: rollout RMSE (absolute, and relative to the RMS displacement from the start) and one-step "
+            "F/T error against the noisy readings. A few minutes of CPU training is far from the paper's "
+            "120k steps: see `contactkit experiment prediction-accuracy` for the full comparison.",
+            "rows": _learn_table(learn["rows"]),
+            "figures": learn["figures"],
+        },
+        {
+            "title": "3. Insert: spiral search in MuJoCo",
+            "text": "Spiral search with a constant downward push, one trial per tool; the circle-in-square "
+            "pairing is the Act-FIGNet paper's unseen case. Each trial starts misaligned: the policy believes the "
+            f"hole is {SPIRAL_OFFSET_M[0] * 1e3:.0f}-{SPIRAL_OFFSET_M[1] * 1e3:.0f} mm (drawn at random) from where "
+            "it is, descends there until it touches, then spirals outward while pressing down. Search time: "
+            "from the first touch until the tip is within "
+            f"{SUCCESS_DISTANCE_M * 1e3:.0f} mm of the slot floor (the success criterion).",
+            "rows": _insert_table(insert),
+            "figures": [r["figure"] for r in insert],
+        },
+        {
+            "title": "4. Estimate: where is the pillar? Geometry from F/T",
+            "text": "A block with a recessed bottom is placed onto a 15 mm pillar that "
+            f"{_pillar_words(estimate['theta_gt_mm'])} (l1, l2, h); MuJoCo holding the true pillar plays the "
+            "real world. 'ours' refines 10 estimates by "
+            "gradient descent of the F/T discrepancy through the differentiable contact step "
+            "(differentiable-contact paper §V), the particle filter weighs 50, the heuristic descends until "
+            "the force exceeds 1 N. Rows: distance to the goal at release (one case; "
+            "`contactkit experiment placement` runs 10 per task on four tasks). Figures: the estimates over "
+            "time (dashed: the truth) and the release errors.",
+            "rows": estimate["rows"],
+            "figures": estimate["figures"][::-1],
+        },
+    ]

@@ -109,6 +109,8 @@ class SpiralConfig:
         steps_per_turn: control steps per revolution.
         max_radius: the spiral restarts from the centre beyond this radius [m].
         center_noise: std of the error of the believed hole centre [m] (drawn at reset).
+        center_offset: ``(2,)`` known error of the believed hole centre, world x and y [m] (a misaligned start
+            that the search has to correct; the demo draws it from its generator); added to the drawn noise.
         upright_gain: fraction of the orientation error corrected per step.
     """
 
@@ -118,6 +120,7 @@ class SpiralConfig:
     steps_per_turn: int = 16
     max_radius: float = 0.008
     center_noise: float = 0.0
+    center_offset: tuple[float, float] = (0.0, 0.0)
     upright_gain: float = 0.5
 
 
@@ -137,7 +140,8 @@ class SpiralPolicy:
     def reset(self, scene: Scene, state: BodyState, rng: np.random.Generator) -> None:
         """Draw the believed hole centre and start in the descending phase."""
         self.scene = scene
-        self.center = scene.target_pos[:2] + rng.normal(0.0, self.config.center_noise, size=2)
+        noise = rng.normal(0.0, self.config.center_noise, size=2)
+        self.center = scene.target_pos[:2] + np.asarray(self.config.center_offset, dtype=float) + noise
         self.search_start: int | None = None
 
     def act(self, t: int, state: BodyState, wrench: np.ndarray) -> np.ndarray:
