@@ -14,10 +14,11 @@ STYLE = (
     "table{border-collapse:collapse;margin:0.5em 0}"
     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top;max-width:14em;"
     "overflow-wrap:anywhere;word-wrap:break-word}"
-    "th{background:#f4f4f4;font-weight:600}"
+    "th{background:#f4f4f4;font-weight:600}td:first-child,th:first-child{text-align:left}"
     "p.note{color:#555;font-size:90%}img{max-width:100%}"
 )
-"""CSS of the page: tables scroll sideways in their own box instead of widening the page, and long cells wrap."""
+"""CSS of the page: tables scroll sideways in their own box instead of widening the page, long cells wrap, numbers
+align right and the first column (the row's label) left."""
 
 
 def _table(rows: list[dict]) -> str:
