@@ -108,11 +108,19 @@ class WorldParams:
         return WorldParams(**conv)
 
 
+MAX_WORLD_FILE_BYTES = 1 << 20
+"""Largest world JSON file read [bytes]; a world file is a few hundred bytes, so this bounds hostile input."""
+
+
 def load_world(spec: str | Path | None) -> WorldParams:
     """World parameters from a preset name (``nominal``, ``target``), a JSON file path, or None (defaults).
 
+    The file is a UTF-8 JSON object of :class:`WorldParams` fields (lists for tuples) and an optional
+    ``description``; at most :data:`MAX_WORLD_FILE_BYTES`.
+
     Raises:
-        InvalidInputError: unknown preset, unreadable or malformed file.
+        InvalidInputError: one line naming the preset or file: unknown preset, missing, unreadable, too
+            large, not UTF-8 text, not valid JSON, not an object, or holding unknown or invalid parameters.
     """
     if spec is None:
         return WorldParams()
@@ -124,13 +132,33 @@ def load_world(spec: str | Path | None) -> WorldParams:
         path = Path(spec_str)
         if not path.is_file():
             raise InvalidInputError(f"world '{spec_str}' is neither a preset {PRESET_NAMES} nor a JSON file")
-        text = path.read_text()
-        source = str(path)
+        source = f"world file '{path}'"
+        text = _read_world_text(path, source)
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"world file {source} is not valid JSON: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInputError(f"{source} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise InvalidInputError(f"world file {source} must hold a JSON object")
+        raise InvalidInputError(f"{source} must hold a JSON object, got {type(data).__name__}")
     data.pop("description", None)
-    return WorldParams.from_dict(data)
+    try:
+        return WorldParams.from_dict(data)
+    except (InvalidInputError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{source}: {exc}") from None
+
+
+def _read_world_text(path: Path, source: str) -> str:
+    """The UTF-8 text of a world file (InvalidInputError naming ``source`` when it cannot be)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_WORLD_FILE_BYTES:
+            raise InvalidInputError(f"{source}: {size} bytes, more than the {MAX_WORLD_FILE_BYTES} accepted; "
+                                    "not a world JSON file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{source} is not UTF-8 JSON text (byte {data[exc.start]:#04x} at offset "
+                                f"{exc.start}); a binary file?") from None
