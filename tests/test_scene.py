@@ -1,12 +1,15 @@
 """Scene: frozen, JSON round trip, clear errors on bad input."""
 
+import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
 
 from contactkit.errors import InvalidInputError
-from contactkit.scene import Scene, Tool
+from contactkit.model import ActionMode
+from contactkit.scene import CommandLimits, Scene, Tool
 from contactkit.tasks import peg_in_hole, random_training_scene
 
 
@@ -61,3 +64,49 @@ def test_truncated_scene_json_names_the_missing_key():
         Scene.from_dict(d)
     with pytest.raises(InvalidInputError, match="malformed"):
         Scene.from_json("{not json")
+
+
+def test_command_limits_are_derived_from_the_tool_controller_and_workspace():
+    scene = peg_in_hole("hexagon", 1e-3)
+    limits, c = scene.limits, scene.controller
+    assert scene.command_limits is None
+    assert limits.force == pytest.approx(max(math.sqrt(3) * c.max_force, 10 * 9.81 * scene.tool.mass), rel=1e-15)
+    reach = np.linalg.norm(scene.tool.part.vertices, axis=1).max()
+    assert limits.torque == pytest.approx(max(math.sqrt(3) * c.max_torque, limits.force * reach), rel=1e-15)
+    assert limits.pos_step == pytest.approx(np.linalg.norm(scene.workspace_hi - scene.workspace_lo), rel=1e-15)
+    assert limits.rot_step == math.pi
+    heavy = peg_in_hole("hexagon", 1e-3, tool_mass=5.0).limits  # 10 g on a 5 kg tool exceeds the controller's 69 N
+    assert heavy.force == pytest.approx(10 * 9.81 * 5.0, rel=1e-12)
+
+
+def test_command_limits_json_round_trip_and_old_json_loads_with_derived_limits():
+    scene = peg_in_hole("hexagon", 1e-3)
+    d = json.loads(scene.to_json())
+    assert "command_limits" not in d  # derived limits are not written: a scene's JSON is unchanged by them
+    explicit = dataclasses.replace(scene, command_limits=CommandLimits(10.0, 0.5, 0.01, 0.2))
+    back = Scene.from_json(explicit.to_json())
+    assert back.command_limits == CommandLimits(10.0, 0.5, 0.01, 0.2) and back.limits == back.command_limits
+    assert back.to_dict() == explicit.to_dict()
+    assert Scene.from_dict(d).limits == scene.limits
+
+
+@pytest.mark.parametrize("bad", [{"force": 0.0}, {"torque": -1.0}, {"pos_step": float("nan")},
+                                 {"rot_step": float("inf")}, {"force": "10"}])
+def test_bad_command_limits_are_refused_naming_the_field(bad):
+    fields = {"force": 10.0, "torque": 1.0, "pos_step": 0.01, "rot_step": 0.1} | bad
+    with pytest.raises(InvalidInputError, match=f"command_limits.{next(iter(bad))}"):
+        CommandLimits(**fields)
+    d = json.loads(peg_in_hole().to_json()) | {"command_limits": fields}
+    with pytest.raises(InvalidInputError, match=f"command_limits.{next(iter(bad))}"):
+        Scene.from_dict(d)
+
+
+def test_command_limits_check_names_the_part_and_accepts_the_limit():
+    limits = CommandLimits(force=10.0, torque=1.0, pos_step=0.01, rot_step=0.1)
+    limits.check(np.array([6.0, 8.0, 0.0, 0.0, 0.0, 1.0]), ActionMode.WRENCH, "here")  # exactly at both limits
+    with pytest.raises(InvalidInputError, match="here: the wrench command's torque is 1.5 N·m.*command_limits.torque"):
+        limits.check(np.array([0.0, 0.0, 0.0, 1.5, 0.0, 0.0]), ActionMode.WRENCH, "here")
+    with pytest.raises(InvalidInputError, match="pose-delta command's translation is 0.02 m"):
+        limits.check(np.array([0.0, 0.02, 0.0, 0.0, 0.0, 0.0]), ActionMode.POSE_DELTA, "here")
+    with pytest.raises(InvalidInputError, match="unknown key"):
+        Scene.from_dict(json.loads(peg_in_hole().to_json()) | {"command_limits": {"force": 1.0, "speed": 2.0}})

@@ -26,3 +26,13 @@ class CheckpointError(ContactkitError, OSError):
 class ResultStoreError(ContactkitError):
     """A measurement's result cannot be stored in docs/results: no source checkout to store it in, unknown
     provenance (command, versions), or a checkpoint it used that is not committed in the repository."""
+
+
+class SimulationDiverged(ContactkitError, RuntimeError):
+    """A simulated world's step produced a state that cannot be trusted (non-finite or huge values, MuJoCo's
+    bad-acceleration reset, a contact or constraint overflow, a tool through a wall); the world is left as it was
+    at the start of that step."""
+
+
+class ToolTunnelled(SimulationDiverged):
+    """The tool passed through (or past the middle of) a static body: the step is physically meaningless."""

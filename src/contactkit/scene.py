@@ -8,14 +8,26 @@ models) reads the same description. Frames: world z up; the tool frame is the fr
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part
+from contactkit.model import ActionMode
 
 SCENE_SCHEMA_VERSION = 1
+
+CONTROLLER_FORCE_REACH = math.sqrt(3.0)
+"""The impedance controller's force (torque) can reach √3 times its limit in norm: MuJoCo clamps each of the
+three axes to ``±max_force`` (:mod:`contactkit.mujoco.mjcf`), so a recorded applied wrench replayed as a
+``WRENCH`` command is up to this factor above ``ImpedanceGains.max_force`` (``max_torque``)."""
+MAX_COMMAND_ACCELERATION = 10.0 * 9.81
+"""Default force limit of a ``WRENCH`` command per kg of tool [m/s²] (10 g) where it exceeds the controller's reach."""
+MAX_ROTATION_STEP = math.pi
+"""Default limit on a ``POSE_DELTA`` rotation vector [rad]: a longer one is a shorter rotation written the long
+way round (or degrees passed as radians)."""
 
 
 def _vec(x, n: int, what: str) -> np.ndarray:
@@ -134,6 +146,77 @@ class ImpedanceGains:
 
 
 @dataclass(frozen=True)
+class CommandLimits:
+    """The largest action a world accepts in one control step; a larger one is an input error, not a push.
+
+    Unlike the controller's own limits (which clip a pose target and saturate the wrench it applies), these
+    refuse an implausible command outright: a 1 kN push on a 0.3 kg tool, a pose delta in millimetres read as
+    metres, a rotation in degrees read as radians. :meth:`Scene.limits` derives them when a scene sets none.
+
+    Attributes:
+        force: largest norm of a ``WRENCH`` command's force [N] (world frame, added to gravity compensation).
+        torque: largest norm of a ``WRENCH`` command's torque about the tool origin [N·m].
+        pos_step: largest norm of a ``POSE_DELTA`` command's translation [m].
+        rot_step: largest norm of a ``POSE_DELTA`` command's rotation vector [rad].
+    """
+
+    force: float
+    torque: float
+    pos_step: float
+    rot_step: float
+
+    def __post_init__(self):
+        for name in ("force", "torque", "pos_step", "rot_step"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+                raise InvalidInputError(f"command_limits.{name} must be a finite number > 0, got {v!r}")
+            object.__setattr__(self, name, float(v))
+
+    @staticmethod
+    def derived(tool: Tool, controller: ImpedanceGains, workspace_lo, workspace_hi) -> CommandLimits:
+        """Default limits of a scene, from its tool, controller and workspace.
+
+        * ``force = max(√3 · controller.max_force, MAX_COMMAND_ACCELERATION · tool.mass)`` [N]: never below what
+          the controller itself applies (:data:`CONTROLLER_FORCE_REACH`), and at least 10 g on the tool.
+        * ``torque = max(√3 · controller.max_torque, force · reach)`` [N·m], ``reach`` the distance of the tool's
+          farthest vertex from its origin [m] (the force limit applied at the tool's tip).
+        * ``pos_step = max(controller.max_pos_step, |workspace_hi − workspace_lo|)`` [m]: the workspace diagonal.
+        * ``rot_step = max(controller.max_rot_step, π)`` [rad] (:data:`MAX_ROTATION_STEP`).
+        """
+        force = max(CONTROLLER_FORCE_REACH * controller.max_force, MAX_COMMAND_ACCELERATION * tool.mass)
+        reach = float(np.linalg.norm(tool.part.vertices, axis=1).max())
+        diagonal = float(np.linalg.norm(np.asarray(workspace_hi) - np.asarray(workspace_lo)))
+        return CommandLimits(
+            force=force,
+            torque=max(CONTROLLER_FORCE_REACH * controller.max_torque, force * reach),
+            pos_step=max(float(controller.max_pos_step), diagonal),
+            rot_step=max(float(controller.max_rot_step), MAX_ROTATION_STEP),
+        )
+
+    def check(self, command: np.ndarray, mode: ActionMode, where: str) -> None:
+        """Refuse a ``(6,)`` finite ``command`` read in ``mode`` that exceeds a limit.
+
+        Raises:
+            InvalidInputError: naming ``where`` (e.g. ``"MujocoWorld.step"``), the part, its size and the limit.
+        """
+        if mode is ActionMode.WRENCH:
+            parts = (("force", "force", "N"), ("torque", "torque", "N·m"))
+        else:
+            parts = (("translation", "pos_step", "m"), ("rotation", "rot_step", "rad"))
+        for half, (label, name, unit) in enumerate(parts):
+            size, limit = float(np.linalg.norm(command[3 * half:3 * half + 3])), getattr(self, name)
+            if size > limit:
+                raise InvalidInputError(
+                    f"{where}: the {mode.value} command's {label} is {size:.6g} {unit}, above the scene's limit "
+                    f"{limit:.6g} {unit} (scene.command_limits.{name})"
+                )
+
+    def to_dict(self) -> dict:
+        """JSON-compatible dictionary."""
+        return {"force": self.force, "torque": self.torque, "pos_step": self.pos_step, "rot_step": self.rot_step}
+
+
+@dataclass(frozen=True)
 class Scene:
     """Everything static about a contact task.
 
@@ -146,6 +229,9 @@ class Scene:
         target_pos: ``(3,)`` goal of the tool origin (e.g. the slot bottom centre) [m, world].
         target_quat: ``(4,)`` goal orientation of the tool.
         meta: JSON-compatible task facts (task name, shape, clearance, ...).
+        command_limits: the largest command a world accepts (:class:`CommandLimits`); ``None`` (the default)
+            derives them from the tool, controller and workspace (:meth:`CommandLimits.derived`). Explicit
+            limits are written to the JSON; derived ones are not (a scene JSON without the key derives them).
     """
 
     name: str
@@ -157,8 +243,13 @@ class Scene:
     target_pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     target_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
     meta: dict = field(default_factory=dict)
+    command_limits: CommandLimits | None = None
 
     def __post_init__(self):
+        if self.command_limits is not None and not isinstance(self.command_limits, CommandLimits):
+            raise InvalidInputError(
+                f"scene.command_limits must be a CommandLimits or None, got {type(self.command_limits).__name__}"
+            )
         object.__setattr__(self, "statics", tuple(self.statics))
         lo = _vec(self.workspace_lo, 3, "scene.workspace_lo")
         hi = _vec(self.workspace_hi, 3, "scene.workspace_hi")
@@ -170,6 +261,14 @@ class Scene:
         object.__setattr__(self, "workspace_hi", hi)
         object.__setattr__(self, "target_pos", _vec(self.target_pos, 3, "scene.target_pos"))
         object.__setattr__(self, "target_quat", _unit_quat(self.target_quat, "scene.target_quat"))
+
+    @property
+    def limits(self) -> CommandLimits:
+        """The command limits in force: :attr:`command_limits`, or those derived from the tool, controller and
+        workspace (:meth:`CommandLimits.derived`)."""
+        if self.command_limits is not None:
+            return self.command_limits
+        return CommandLimits.derived(self.tool, self.controller, self.workspace_lo, self.workspace_hi)
 
     # ---- JSON -------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -214,7 +313,7 @@ class Scene:
             "target_pos": self.target_pos.tolist(),
             "target_quat": self.target_quat.tolist(),
             "meta": self.meta,
-        }
+        } | ({} if self.command_limits is None else {"command_limits": self.command_limits.to_dict()})
 
     def to_json(self) -> str:
         """Serialise to a JSON string."""
@@ -254,6 +353,7 @@ class Scene:
                 d["target_pos"],
                 d["target_quat"],
                 dict(d.get("meta", {})),
+                _command_limits(d.get("command_limits")),
             )
         except KeyError as exc:
             raise InvalidInputError(f"scene description lacks the key {exc}") from None
@@ -265,3 +365,15 @@ class Scene:
             return Scene.from_dict(json.loads(text))
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"scene JSON is malformed: {exc}") from None
+
+
+def _command_limits(d) -> CommandLimits | None:
+    """:class:`CommandLimits` from the scene JSON's ``command_limits`` object; ``None`` when absent (derived)."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"scene command_limits must be a JSON object, got {type(d).__name__}")
+    unknown = sorted(set(d) - {"force", "torque", "pos_step", "rot_step"})
+    if unknown:
+        raise InvalidInputError(f"scene command_limits has unknown key(s) {unknown}")
+    return CommandLimits(d["force"], d["torque"], d["pos_step"], d["rot_step"])

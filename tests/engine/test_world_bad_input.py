@@ -3,6 +3,9 @@
 Each gets a clear contactkit error naming the problem, or the documented recovery (shallow initial
 penetration is projected out without adding velocity); the state never holds NaN."""
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 
@@ -11,7 +14,7 @@ from contactkit.engine.world import EngineWorld
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
-from contactkit.scene import Tool
+from contactkit.scene import CommandLimits, Tool
 from contactkit.state import BodyState
 from contactkit.tasks import peg_in_hole
 
@@ -104,9 +107,15 @@ def test_shallow_initial_interpenetration_is_projected_out_without_velocity():
 
 
 def test_wild_actions_never_put_nan_in_the_state():
-    """Saturating wrenches and large pose jumps, repeatedly against the table: the state stays finite."""
+    """Wrenches of ~10 kN are refused by the scene's command limits (state kept); with the limits lifted, such
+    wrenches and large pose jumps, repeatedly against the table, keep the state finite (the rigid contact holds)."""
     scene = box_scene(height=0.001)
     world = EngineWorld(scene)
+    before = world.state().as_array()
+    with pytest.raises(InvalidInputError, match="command_limits.force"):
+        world.step(np.array([0.0, 0.0, -1e4, 0.0, 0.0, 0.0]), ActionMode.WRENCH)
+    assert np.array_equal(world.state().as_array(), before)
+    world = EngineWorld(dataclasses.replace(scene, command_limits=CommandLimits(1e6, 1e4, 1.0, math.pi)))
     rng = np.random.default_rng(0)
     for _ in range(30):
         wrench = rng.normal(0.0, 1.0, 6) * np.array([1e4, 1e4, 1e4, 1e2, 1e2, 1e2])

@@ -23,7 +23,9 @@ import math
 import numpy as np
 
 from contactkit.collision import CollisionWorld, Contacts
+from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.control.impedance import GRAVITY, damping_gains
+from contactkit.control.stability import check_timestep
 from contactkit.engine._kernels_contacts import node_contacts
 from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_delta_target
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
@@ -39,7 +41,7 @@ from contactkit.engine._kernels_step import (
 )
 from contactkit.engine.params import EngineParams, Integrator, SolverKind
 from contactkit.engine.sensing import add_sensor_errors
-from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, StepResult
 from contactkit.physics import WorldParams
 from contactkit.rotations import cross as cross3
@@ -51,6 +53,9 @@ STATS = ("contacts", "raw_contacts", "sweeps", "max_sweeps", "unconverged_steps"
 """Names of :attr:`EngineWorld.stats` (last control period): contacts of its last step, most contacts found
 before reduction, solver sweeps in all, most sweeps of one step, steps whose solve hit the iteration cap,
 smallest contact gap seen at the start of a step [m] (inf without contacts), steps that projected positions."""
+DIVERGED_MAGNITUDE = 1e10
+"""A state component (position [m], quaternion, velocity [m/s, rad/s]) beyond this is diverged: MuJoCo's ``mjMAXVAL``,
+above which MuJoCo flags a bad position or velocity (:mod:`contactkit.mujoco.diverged`)."""
 
 
 def _body_model(scene: Scene, params: WorldParams, reach: float) -> BodyModel:
@@ -110,6 +115,12 @@ class EngineWorld:
             armature, F/T noise and bias); MuJoCo-only fields are ignored.
         rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
         engine: engine-only settings (:class:`~contactkit.engine.params.EngineParams`).
+
+    Raises:
+        InvalidInputError: not a Scene, F/T noise without ``rng``, or a ``params.timestep`` with which the scene's
+            impedance controller cannot be stable (:func:`contactkit.control.stability.check_timestep`: the
+            same check as :class:`~contactkit.mujoco.world.MujocoWorld`'s, so both refuse the same pairs, even
+            when ``EngineParams.max_step`` makes the engine's own step shorter).
     """
 
     def __init__(self, scene: Scene, params: WorldParams | None = None, rng: np.random.Generator | None = None,
@@ -122,6 +133,9 @@ class EngineWorld:
         self.rng = rng
         if any(self.params.ft_noise_std) and rng is None:
             raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
+        check_timestep(scene, self.params, "EngineWorld")
+        self.limits = scene.limits
+        self._guard = TunnelGuard.of(scene)
         self.geometry = contact_geometry(CollisionWorld(scene), self.engine.max_margin)
         self.settings = _settings(self.engine, self.params)
         self.n_steps, self.step_dt = self.settings.n_steps, self.settings.h
@@ -149,6 +163,7 @@ class EngineWorld:
         """Reset to ``state`` (default: the scene's initial pose at rest) and return it."""
         tool = self.scene.tool
         self.set_state(state if state is not None else BodyState.at_rest(tool.init_pos, tool.init_quat))
+        self.steps = 0
         return self.state()
 
     def set_state(self, state: BodyState) -> None:
@@ -215,8 +230,11 @@ class EngineWorld:
             mean applied wrench (world, about the tool origin).
 
         Raises:
-            InvalidInputError: a command that is not 6 finite numbers, or an unknown mode.
-            ContactkitError: the step produced a non-finite state (the state is left unchanged).
+            InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
+                (:attr:`contactkit.scene.Scene.limits`), or an unknown mode.
+            SimulationDiverged: the step produced a non-finite state or one beyond :data:`DIVERGED_MAGNITUDE`;
+                :class:`~contactkit.errors.ToolTunnelled`: the tool passed through a static body
+                (:mod:`contactkit.collision.tunnelling`). Either way the state is left as it was before the step.
         """
         command = np.asarray(command, dtype=np.float64)
         if command.shape != (6,) or not np.all(np.isfinite(command)):
@@ -225,16 +243,37 @@ class EngineWorld:
             mode = ActionMode(mode)
         except ValueError:
             raise InvalidInputError(f"unknown action mode {mode!r}; valid: {[m.value for m in ActionMode]}") from None
+        self.limits.check(command, mode, "EngineWorld.step")
         control = self._control(command, mode)
         before = self._state.copy()
         advance(self.geometry, self.body, control, self.settings, self._buffers, self._state, self._reading,
                 self._applied)
-        if self._buffers.stats[STAT_NONFINITE]:
+        problem, error = self._divergence(), SimulationDiverged
+        if problem is None:
+            error = ToolTunnelled
+            problem = find_tunnel(self._guard, *self._origin_pose(before), *self._origin_pose(self._state))
+        if problem is not None:
             self._state[:] = before
             self._buffers.counts[:] = 0
-            raise ContactkitError("the engine step produced a non-finite state; the state was left unchanged")
+            raise error(f"EngineWorld: control step {self.steps} since reset diverged: {problem}; "
+                        "the world is left as it was before the step")
+        self.steps += 1
         reading = add_sensor_errors(self._reading, self.params.ft_bias, self.params.ft_noise_std, self.rng)
         return StepResult(self.state(), reading, self._applied.copy())
+
+    def _divergence(self) -> str | None:
+        """Why the state after a step cannot be trusted (non-finite, or beyond :data:`DIVERGED_MAGNITUDE`), or None."""
+        if self._buffers.stats[STAT_NONFINITE] or not np.all(np.isfinite(self._state)):
+            return "the state became non-finite (NaN or Inf)"
+        worst = float(np.abs(self._state).max())
+        if worst > DIVERGED_MAGNITUDE:
+            return f"a state component reached {worst:.3g} (beyond {DIVERGED_MAGNITUDE:g}, MuJoCo's bad-value bound)"
+        return None
+
+    def _origin_pose(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tool-frame origin ``(3,)`` [m] and rotation ``(3, 3)`` of a ``(13,)`` engine state (centre of mass first)."""
+        rot = quat_to_mat(state[3:7] / np.linalg.norm(state[3:7]))
+        return state[0:3] - rot @ self.body.com_local, rot
 
     # ---- inspection -------------------------------------------------------------------------------
     @property

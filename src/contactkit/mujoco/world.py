@@ -12,9 +12,12 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
+from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.control.impedance import pose_target
-from contactkit.errors import InvalidInputError
+from contactkit.control.stability import check_timestep
+from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, StepResult
+from contactkit.mujoco.diverged import captured_warnings, clear_warnings, divergence
 from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
 from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.physics import WorldParams
@@ -28,6 +31,8 @@ CONTROL_SPEC = (
     | mujoco.mjtState.mjSTATE_MOCAP_QUAT
     | mujoco.mjtState.mjSTATE_XFRC_APPLIED
 )
+BACKUP_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+"""What a step saves first and restores when it fails: everything MuJoCo integrates from, targets included."""
 
 
 class MujocoWorld:
@@ -37,6 +42,10 @@ class MujocoWorld:
         scene: the static description.
         params: physics parameters (time step, sub-steps, contact softness, noise...).
         rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
+
+    Raises:
+        InvalidInputError: F/T noise without ``rng``, or a ``params.timestep`` with which the scene's impedance
+            controller cannot be stable (:func:`contactkit.control.stability.check_timestep`).
     """
 
     def __init__(
@@ -47,6 +56,9 @@ class MujocoWorld:
         self.rng = rng
         if any(self.params.ft_noise_std) and rng is None:
             raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
+        check_timestep(scene, self.params, "MujocoWorld")
+        self.limits = scene.limits
+        self._guard = TunnelGuard.of(scene)
         self.xml = scene_to_mjcf(scene, self.params)
         self.model = mujoco.MjModel.from_xml_string(self.xml)
         self.data = mujoco.MjData(self.model)
@@ -62,6 +74,7 @@ class MujocoWorld:
         comp = scene.controller.gravity_compensation and self.params.gravity
         self._weight = tool.mass * GRAVITY_MPS2 if comp else 0.0
         self._state_buf = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
+        self._backup = np.empty(mujoco.mj_stateSize(m, BACKUP_SPEC))
         self._ctrl_buf = np.empty(mujoco.mj_stateSize(m, CONTROL_SPEC))
         self._qpos_at = 1  # FULLPHYSICS starts with time, then qpos (7), qvel (6)
         self._sensor_rot = quat_to_mat(tool.sensor_quat)
@@ -74,6 +87,7 @@ class MujocoWorld:
     def reset(self, state: BodyState | None = None) -> BodyState:
         """Reset to ``state`` (default: the scene's initial pose at rest) and return it."""
         mujoco.mj_resetData(self.model, self.data)
+        self.steps = 0
         tool = self.scene.tool
         self.set_state(state if state is not None else BodyState.at_rest(tool.init_pos, tool.init_quat))
         return self.state()
@@ -132,13 +146,45 @@ class MujocoWorld:
 
         Returns:
             :class:`StepResult`: new state, mean F/T reading (sensor frame), mean applied wrench (world).
+
+        Raises:
+            InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
+                (:attr:`contactkit.scene.Scene.limits`), or an unknown mode.
+            SimulationDiverged: MuJoCo warned of a bad acceleration, position or velocity (and reset itself) or of
+                a contact/constraint overflow (:mod:`contactkit.mujoco.diverged`); :class:`ToolTunnelled`: the
+                tool passed through a static body (:mod:`contactkit.collision.tunnelling`). Either way the world
+                is left as it was before the step, nothing is printed and no file is written.
         """
         command = np.asarray(command, dtype=np.float64)
         if command.shape != (6,) or not np.all(np.isfinite(command)):
             raise InvalidInputError(f"action must be 6 finite numbers, got {command!r}")
-        mode = ActionMode(mode)
+        try:
+            mode = ActionMode(mode)
+        except ValueError:
+            raise InvalidInputError(f"unknown action mode {mode!r}; valid: {[m.value for m in ActionMode]}") from None
+        self.limits.check(command, mode, "MujocoWorld.step")
         m, d = self.model, self.data
+        mujoco.mj_getState(m, d, self._backup, BACKUP_SPEC)
+        pos0, rot0 = d.xpos[self._body].copy(), d.xmat[self._body].reshape(3, 3).copy()
         self._set_inputs(command, mode)
+        states, sensors, warnings = self._rollout()
+        problem = divergence(d, states[:, 0], self._state_buf[0], m.opt.timestep, warnings)
+        error = SimulationDiverged if problem else ToolTunnelled
+        if problem is None:
+            mujoco.mj_setState(m, d, states[-1], STATE_SPEC)
+            mujoco.mj_kinematics(m, d)
+            problem = find_tunnel(self._guard, pos0, rot0, d.xpos[self._body], d.xmat[self._body].reshape(3, 3))
+        if problem is not None:
+            self._restore()
+            raise error(f"MujocoWorld: control step {self.steps} since reset diverged: {problem}; "
+                        "the world is left as it was before the step")
+        self.steps += 1
+        return self._summarise(states, sensors, mode)
+
+    def _rollout(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Run the control period's sub-steps from ``data`` with its inputs held: ``(n, nstate)`` states,
+        ``(n, nsensordata)`` sensor values and MuJoCo's warning messages (collected, not printed or logged)."""
+        m, d = self.model, self.data
         self._start = np.concatenate([d.qpos[0:7], d.qvel[0:6]])
         mujoco.mj_getState(m, d, self._state_buf, STATE_SPEC)
         mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
@@ -146,20 +192,18 @@ class MujocoWorld:
         control = np.repeat(self._ctrl_buf[None, None], n, axis=1)
         states = np.empty((1, n, self._state_buf.size))
         sensors = np.empty((1, n, m.nsensordata))
-        rollout.rollout(
-            [m],
-            [d],
-            self._state_buf[None],
-            control,
-            control_spec=int(CONTROL_SPEC),
-            nstep=n,
-            skip_checks=True,
-            state=states,
-            sensordata=sensors,
-        )
-        mujoco.mj_setState(m, d, states[0, -1], STATE_SPEC)
-        mujoco.mj_kinematics(m, d)
-        return self._summarise(states[0], sensors[0], mode)
+        clear_warnings(d)
+        with captured_warnings() as warnings:
+            rollout.rollout([m], [d], self._state_buf[None], control, control_spec=int(CONTROL_SPEC), nstep=n,
+                            skip_checks=True, state=states, sensordata=sensors)
+        return states[0], sensors[0], warnings
+
+    def _restore(self) -> None:
+        """Put ``data`` back as it was before the failed step (saved in ``self._backup``)."""
+        m, d = self.model, self.data
+        mujoco.mj_setState(m, d, self._backup, BACKUP_SPEC)
+        clear_warnings(d)
+        mujoco.mj_forward(m, d)
 
     def _summarise(self, states: np.ndarray, sensors: np.ndarray, mode: ActionMode) -> StepResult:
         """Mean F/T reading and applied wrench over the sub-steps (see :mod:`contactkit.mujoco.substeps`)."""

@@ -1,0 +1,90 @@
+"""Issue 15, reliability 1 and 2: both worlds refuse the same implausible input and raise the same error when a
+step diverges (MuJoCo's bad-acceleration reset, the engine's runaway state, a tool through the table), leaving
+the world as it was, printing nothing and writing no file."""
+
+import dataclasses
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from contactkit.engine.world import EngineWorld
+from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
+from contactkit.model import ActionMode
+from contactkit.mujoco import MujocoWorld
+from contactkit.physics import WorldParams, load_world
+from contactkit.scene import CommandLimits
+from contactkit.tasks import peg_in_hole
+
+WORLDS = [MujocoWorld, EngineWorld]
+LIFTED = CommandLimits(force=1e13, torque=1e13, pos_step=1.0, rot_step=math.pi)
+"""Limits high enough to let the provoking wrenches through to the physics."""
+
+
+def lifted_scene():
+    return dataclasses.replace(peg_in_hole("hexagon", 1e-3), command_limits=LIFTED)
+
+
+def push(newtons: float) -> np.ndarray:
+    return np.array([0.0, 0.0, -newtons, 0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+def test_a_1e12_newton_push_raises_simulation_diverged_in_both_worlds(world_type, tmp_path, monkeypatch, capfd):
+    """MuJoCo resets itself on the bad acceleration, the engine's state runs away: both raise SimulationDiverged
+    naming the control step, keep the state of before the step (not MuJoCo's reset state), print nothing, write
+    no MUJOCO_LOG.TXT into the working directory and leave MuJoCo's warning handler as it was."""
+    monkeypatch.chdir(tmp_path)
+    world = world_type(lifted_scene())
+    for _ in range(2):
+        world.step(np.zeros(6), ActionMode.WRENCH)
+    before, time_before = world.state().as_array(), getattr(getattr(world, "data", None), "time", None)
+    with pytest.raises(SimulationDiverged, match="control step 2 ") as caught:
+        world.step(push(1e12), ActionMode.WRENCH)
+    if world_type is MujocoWorld:
+        assert "mjWARN_BADQACC" in str(caught.value)
+        assert world.data.time == time_before
+    assert np.array_equal(world.state().as_array(), before)
+    assert list(tmp_path.iterdir()) == []
+    assert capfd.readouterr() == ("", "")
+    assert mujoco.get_mju_user_warning() is None
+    after = world.step(np.zeros(6), ActionMode.WRENCH).state  # the world goes on from the kept state
+    assert np.linalg.norm(after.pos - before[:3]) < 1e-3
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+def test_a_1kN_push_tunnels_through_the_table_and_is_caught_in_both_worlds(world_type):
+    """Issue 15: 1 kN on the 0.3 kg peg carried it through the slot floor and the table (z ≈ −1.6 km after
+    20 steps in both worlds). With the command limits lifted it is caught as ToolTunnelled at the first step."""
+    world = world_type(lifted_scene())
+    before = world.state().as_array()
+    with pytest.raises(ToolTunnelled, match="control step 0 .*static 1 'slot"):
+        world.step(push(1e3), ActionMode.WRENCH)
+    assert np.array_equal(world.state().as_array(), before)
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+@pytest.mark.parametrize("command, mode, limit", [
+    (push(1e3), ActionMode.WRENCH, "force"),
+    (np.array([0.0, 0.0, 0.0, 0.0, 50.0, 0.0]), ActionMode.WRENCH, "torque"),
+    (np.array([0.0, 0.0, -5.0, 0.0, 0.0, 0.0]), ActionMode.POSE_DELTA, "pos_step"),
+    (np.array([0.0, 0.0, 0.0, 0.0, 0.0, 90.0]), ActionMode.POSE_DELTA, "rot_step"),
+])
+def test_implausible_commands_are_refused_by_both_worlds(world_type, command, mode, limit):
+    world = world_type(peg_in_hole("hexagon", 1e-3))
+    before = world.state().as_array()
+    with pytest.raises(InvalidInputError, match=f"{world_type.__name__}.step: .*command_limits.{limit}"):
+        world.step(command, mode)
+    assert np.array_equal(world.state().as_array(), before)
+    at_limit = command * (getattr(world.scene.limits, limit) / np.linalg.norm(command))
+    world.step(at_limit, mode)  # a command at the limit is accepted
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+def test_a_time_step_the_controller_cannot_survive_is_refused_by_both_worlds(world_type):
+    """timestep = 0.5 s sent the tool to 2e7 m; both worlds now refuse it when built (same check, same words)."""
+    with pytest.raises(InvalidInputError, match=f"{world_type.__name__}: world.timestep 0.5 s cannot be stable"):
+        world_type(peg_in_hole("hexagon", 1e-3), WorldParams(timestep=0.5))
+    for preset in ("nominal", "target"):
+        world_type(peg_in_hole("hexagon", 1e-3), load_world(preset), rng=np.random.default_rng(0))
