@@ -30,13 +30,14 @@ from numba import njit
 
 from contactkit.engine._kernels_dynamics import Control, body_state, pose_delta_target
 from contactkit.engine._kernels_step import STAT_NONFINITE, Buffers, advance
+from contactkit.engine.layout import STATE_SIZE
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld, _buffers
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
-from contactkit.state import BodyState
+from contactkit.state import STATE_DIM, BodyState
 
 __all__ = ["EngineContactModel"]
 
@@ -71,10 +72,10 @@ def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_p
                       pose_mode, readings, applied, failed, origin):
     """One control period of every element ``i`` (compiled below).
 
-    ``states (B, 13)`` kernel states ``[com; quat; v_com; ω_body]`` advanced in place; ``deltas (B, 6)`` pose
-    deltas [m, rad] (``pose_mode``) or world wrenches about the tool origin [N, N·m]; ``readings`` and
-    ``applied (B, 6)`` written as by ``advance``; ``failed (B,)`` set where the step left the finite numbers
-    (that element's state is restored and its warm start cleared, as ``EngineWorld.step`` does);
+    ``states (B, 13)`` kernel states ``[com; quat; v_com; ω_body]`` (:mod:`.layout`) advanced in place;
+    ``deltas (B, 6)`` pose deltas [m, rad] (``pose_mode``) or world wrenches about the tool origin [N, N·m];
+    ``readings`` and ``applied (B, 6)`` written as by ``advance``; ``failed (B,)`` set where the step left the
+    finite numbers (that element's state is restored and its warm start cleared, as ``EngineWorld.step`` does);
     ``origin (B, 13)`` written: the tool-origin states ``[pos; quat; lin_vel; ang_vel]`` (world frame).
     """
     for i in range(states.shape[0]):
@@ -99,7 +100,7 @@ def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_p
             state[:] = before
             buf.counts[:] = 0
         pos, quat, lin_vel, ang_vel = body_state(state, body.com_local)
-        origin[i, 0:3], origin[i, 3:7], origin[i, 7:10], origin[i, 10:13] = pos, quat, lin_vel, ang_vel
+        origin[i] = np.concatenate((pos, quat, lin_vel, ang_vel))  # BodyState.as_array order
 
 
 # Cached on disk like the kernels it calls; numba keys that cache on this file alone, so after editing a
@@ -142,8 +143,8 @@ class EngineContactModel:
         self._pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
         self.failures = 0
         self._bufs: _BatchBuffers | None = None
-        self._kernel = np.zeros((0, 13))
-        self._returned = np.zeros((0, 13))
+        self._kernel = np.zeros((0, STATE_SIZE))
+        self._returned = np.zeros((0, STATE_DIM))
 
     def step(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray]:
         """One control step for every batch element (see :class:`~contactkit.model.ContactModel`).
@@ -175,14 +176,14 @@ class EngineContactModel:
         readings[failed] = np.nan
         self.failures += int(failed.sum())
         self._kernel, self._returned = kernel, origin
-        return BodyState.from_array(origin.reshape(*batch, 13).copy()), readings.reshape(*batch, 6)
+        return BodyState.from_array(origin.reshape(*batch, STATE_DIM).copy()), readings.reshape(*batch, 6)
 
     def _advance(self, kernel: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, ...]:
         """Run :func:`_advance_batch` on ``kernel (B, 13)`` in place, split over the threads; returns
         ``(readings (B, 6), applied (B, 6), failed (B,), origin (B, 13))``."""
         b = len(kernel)
         readings, applied = np.zeros((b, 6)), np.zeros((b, 6))
-        failed, origin = np.zeros(b, dtype=np.bool_), np.empty((b, 13))
+        failed, origin = np.zeros(b, dtype=np.bool_), np.empty((b, STATE_DIM))
         action = np.ascontiguousarray(action)
         w, c = self.world, self.scene.controller
         pose_mode = self.action_mode is ActionMode.POSE_DELTA
@@ -206,12 +207,12 @@ class EngineContactModel:
         size = len(flat)
         if self._bufs is None or self._bufs.counts.shape[0] != size:
             self._bufs = _stacked_buffers(self.world.geometry, self.world.engine.max_contacts, size)
-            self._kernel, self._returned = np.zeros((size, 13)), np.full((size, 13), np.nan)
+            self._kernel, self._returned = np.zeros((size, STATE_SIZE)), np.full((size, STATE_DIM), np.nan)
         kernel = self._kernel.copy()
         fresh = np.flatnonzero(np.any(flat != self._returned, axis=-1))
         if fresh.size:
             rows, inverse = np.unique(flat[fresh], axis=0, return_inverse=True)
-            placed = np.empty((len(rows), 13))
+            placed = np.empty((len(rows), STATE_SIZE))
             for j, row in enumerate(rows):
                 self.world.set_state(BodyState.from_array(row))
                 placed[j] = self.world._state
