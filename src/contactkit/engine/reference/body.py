@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contactkit.errors import InvalidInputError
+from contactkit.rotations import cross, quat_to_mat
 from contactkit.state import BodyState
 
 INERTIA_SYMMETRY_TOL = 1e-9
@@ -114,21 +115,7 @@ def single_state(state: BodyState, name: str = "state") -> BodyState:
 
 def rotation(state: BodyState) -> np.ndarray:
     """Body-to-world rotation matrix ``R`` ``(3, 3)`` of a single state (unit quaternion ``(w, x, y, z)``)."""
-    w, x, y, z = (float(c) for c in state.quat)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product of two ``(3,)`` vectors (a fast path of ``np.cross`` for single vectors)."""
-    a0, a1, a2 = (float(c) for c in a)
-    b0, b1, b2 = (float(c) for c in b)
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+    return quat_to_mat(state.quat)
 
 
 def com_position(body: RigidBody, state: BodyState) -> np.ndarray:
@@ -143,7 +130,7 @@ def generalized_velocity(body: RigidBody, state: BodyState) -> np.ndarray:
     """
     rot = rotation(state)
     omega_w = np.asarray(state.ang_vel, dtype=np.float64)
-    v_com = np.asarray(state.lin_vel, dtype=np.float64) + cross3(omega_w, rot @ body.com_body)
+    v_com = np.asarray(state.lin_vel, dtype=np.float64) + cross(omega_w, rot @ body.com_body)
     return np.concatenate([v_com, rot.T @ omega_w])
 
 
@@ -157,7 +144,7 @@ def state_with_velocity(body: RigidBody, state: BodyState, velocity: np.ndarray)
         raise InvalidInputError(f"generalized velocity must be a finite (6,) array, got {velocity.shape}")
     rot = rotation(state)
     omega_w = rot @ velocity[3:]
-    lin = velocity[:3] - cross3(omega_w, rot @ body.com_body)
+    lin = velocity[:3] - cross(omega_w, rot @ body.com_body)
     return state.replace(lin_vel=lin, ang_vel=omega_w)
 
 
@@ -185,4 +172,4 @@ def wrench_from_generalized(body: RigidBody, state: BodyState, force: np.ndarray
     f = force[:3]
     tau_com = rotation(state) @ force[3:6]
     lever = com_position(body, state) - np.asarray(about, dtype=np.float64)
-    return np.concatenate([f, tau_com + cross3(lever, f)])
+    return np.concatenate([f, tau_com + cross(lever, f)])

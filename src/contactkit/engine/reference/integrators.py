@@ -24,7 +24,6 @@ that is not kept in the state, so it cannot add kinetic energy.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +33,6 @@ from contactkit.engine.params import Integrator
 from contactkit.engine.reference.body import (
     RigidBody,
     com_position,
-    cross3,
     generalized_force,
     generalized_velocity,
     rotation,
@@ -45,7 +43,7 @@ from contactkit.engine.reference.problem import ContactProblem, build_problem, c
 from contactkit.engine.reference.solvers.base import ContactSolution, ContactSolver
 from contactkit.engine.reference.solvers.lemke import lemke
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.rotations import SMALL_ANGLE
+from contactkit.rotations import cross, quat_mul, quat_normalize, rotvec_to_quat
 from contactkit.state import BodyState
 
 
@@ -71,26 +69,6 @@ def _check_dt(dt: float) -> float:
     if not np.isfinite(dt) or dt <= 0.0:
         raise InvalidInputError(f"time step dt must be finite and > 0 s, got {dt!r}")
     return dt
-
-
-def _quat_times_rotvec(q: np.ndarray, phi: np.ndarray) -> np.ndarray:
-    """``q ⊗ exp(φ)`` for one quaternion ``(4,)`` and a body-frame rotation vector ``(3,)``, unit, w ≥ 0."""
-    p0, p1, p2 = (float(c) for c in phi)
-    angle = math.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
-    c = math.cos(0.5 * angle)
-    s = math.sin(0.5 * angle) / angle if angle > SMALL_ANGLE else 0.5 - angle * angle / 48.0
-    x2, y2, z2 = p0 * s, p1 * s, p2 * s
-    w1, x1, y1, z1 = (float(v) for v in q)
-    out = np.array(
-        [
-            w1 * c - x1 * x2 - y1 * y2 - z1 * z2,
-            w1 * x2 + x1 * c + y1 * z2 - z1 * y2,
-            w1 * y2 - x1 * z2 + y1 * c + z1 * x2,
-            w1 * z2 + x1 * y2 - y1 * x2 + z1 * c,
-        ]
-    )
-    out /= math.sqrt(float(out @ out))
-    return -out if out[0] < 0.0 else out
 
 
 def _skew(a: np.ndarray) -> np.ndarray:
@@ -127,7 +105,7 @@ def free_velocity(
     inertia = body.inertia_body
     lin = v[:3] + dt * q[:3] / body.mass
     if method is Integrator.SEMI_IMPLICIT_EULER:
-        ang = omega + dt * body.inertia_inv @ (q[3:] - cross3(omega, inertia @ omega))
+        ang = omega + dt * body.inertia_inv @ (q[3:] - cross(omega, inertia @ omega))
     elif method is Integrator.PASSIVE_MIDPOINT:
         # J(ω⁺-ω)/h - S(Jω)(ω⁺+ω)/2 = τ  ⇔  (J - h/2 S(Jω)) ω⁺ = (J + h/2 S(Jω)) ω + h τ
         s = _skew(inertia @ omega) * (0.5 * dt)
@@ -176,7 +154,7 @@ def displace(body: RigidBody, state: BodyState, delta: np.ndarray) -> BodyState:
         raise InvalidInputError(f"displacement must be a finite (6,) array, got shape {delta.shape}")
     velocity = generalized_velocity(body, state)
     com = com_position(body, state) + delta[:3]
-    quat = _quat_times_rotvec(state.quat, delta[3:])
+    quat = quat_normalize(quat_mul(state.quat, rotvec_to_quat(delta[3:])))  # R⁺ = R exp(Δφ), w ≥ 0
     pos = com - rotation(state.replace(quat=quat)) @ body.com_body
     return state_with_velocity(body, state.replace(pos=pos, quat=quat), velocity)
 
