@@ -158,6 +158,10 @@ def correct_pose(buf, settings, body, count, com_old, rot_old, com, quat):
 
     Each contact's tool point is carried rigidly to the new pose; its gap becomes ``d + n·(p' - p)`` (the
     environment taken as locally planar), as :func:`contactkit.engine.reference.integrators.step_rigid_body` does.
+    Where the two differ: here the target of a contact shallower than the slop is negative (it may close up to its
+    gap), the reference's :func:`~contactkit.engine.reference.integrators.correct_position` clamps it to 0 (no listed
+    contact may close); and this is Gauss-Seidel (:func:`._kernels_solve.project_positions`), that is Lemke. With
+    every contact deeper than the slop they agree (``tests/engine/test_kernels_vs_reference.py``).
     Returns ``(corrected, smallest predicted gap [m])``.
     """
     h = settings.h
