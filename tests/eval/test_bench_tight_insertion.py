@@ -57,6 +57,7 @@ def _tiny(monkeypatch, substeps):
     monkeypatch.setattr(bench, "HOLD_S", 0.03)
     monkeypatch.setattr(peer, "QUICK_SUBSTEPS", substeps)
     monkeypatch.setattr(peer, "SOLIMPS", {"default": peer.SOLIMPS["default"]})
+    monkeypatch.setattr(peer, "TIMECONST_STEPS", (2.0,))
     return bench.run(quick=True, seed=0, device="cpu")
 
 
@@ -65,7 +66,7 @@ def test_tiny_run_finds_the_peer_and_reports_every_case_and_the_markdown_table(m
     result = _tiny(monkeypatch, (2, 40))
     rows = result["peer_sweep"]["rows"]
     assert [r["setting"]["n_substeps"] for r in rows] == [2, 40]
-    assert rows[0]["cases_passed"] == 0 and rows[0]["failed_case"] == "offset"
+    assert rows[0]["cases_passed"] == 0 and rows[0]["failed_case"] == "0.065 mm offset"
     assert rows[0]["max_penetration_m"] > peer.PENETRATION_BOUND
     assert rows[1]["cases_passed"] == 4 and rows[1]["max_penetration_m"] <= peer.PENETRATION_BOUND
     assert result["mujoco_fastest_within_10um"] == rows[1]["setting"]
@@ -97,7 +98,8 @@ def test_tiny_run_without_a_peer_says_so_and_has_no_ratio(monkeypatch):
 
 def test_sweep_case_stops_early_beyond_the_bound(monkeypatch):
     monkeypatch.setattr(bench, "SEGMENTS", 48)
-    record = bench.sweep_case(peer.make_setting(2), bench.LoadCase.OFFSET, peer.PENETRATION_BOUND)
+    case = peer.SweepCase(bench.CLEARANCES[-1], bench.LoadCase.OFFSET)
+    record = bench.sweep_case(peer.make_setting(2), case, peer.PENETRATION_BOUND)
     assert record["error"] is None and not record["inserted"] and record["stopped_early"]
     assert record["max_wall_penetration_m"] > peer.PENETRATION_BOUND
     assert 0.0 < record["simulated_s"] < 0.5 and record["wall_s"] > 0.0 and record["cpu_s"] >= 0.0

@@ -35,7 +35,7 @@ def test_fastest_within_picks_the_cheapest_row_that_meets_the_bound():
 def test_fastest_within_is_none_when_no_row_meets_the_bound():
     assert peer.fastest_within(TABLE[:3]) is None
     assert peer.fastest_within([]) is None
-    found = peer.summary(TABLE[:3], ["offset", "held-tilt", "aligned", "tilted-start"], 6.5e-5, quick=False)
+    found = peer.summary(TABLE[:3], ["offset", "held-tilt", "aligned", "tilted-start"], quick=False)
     assert found["mujoco_fastest_within_10um"] is None and found["mujoco_fastest_within_10um_by_cpu_time"] is None
     assert "none of the 3 tried settings" in found["mujoco_fastest_within_10um_note"]
     assert found["peer_sweep"]["met_bound"] == 0 and found["peer_sweep"]["rows"] == TABLE[:3]
@@ -43,15 +43,18 @@ def test_fastest_within_is_none_when_no_row_meets_the_bound():
 
 class FakeSimulator:
     """A simulator whose penetration is ``500 µm · timestep/10 ms`` (a setting meets 10 µm from 0.2 ms
-    down), lowered tenfold by pyramidal cones with noslip; every case costs ``n_substeps`` ms per simulated
-    second; ``calls`` records what ran."""
+    down), times the time constant in units of two steps, times 0.9 with the hard solimp, lowered tenfold by
+    pyramidal cones with noslip; every case costs ``n_substeps`` ms per simulated second; ``calls`` records
+    what ran."""
 
     def __init__(self):
         self.calls = []
 
     def depth(self, s: peer.MujocoSetting) -> float:
-        soft = 1.0 if s.params.cone == "elliptic" or s.noslip_iterations == 0 else 0.1
-        return 500e-6 * s.params.timestep / 0.01 * soft
+        p = s.params
+        soft = 1.0 if p.cone == "elliptic" or s.noslip_iterations == 0 else 0.1
+        softness = p.solref[0] / p.timestep / 2.0 * (0.9 if p.solimp == peer.SOLIMPS["hard"] else 1.0)
+        return 500e-6 * p.timestep / 0.01 * soft * softness
 
     def __call__(self, setting, case, stop_above):
         self.calls.append((setting, case, stop_above))
@@ -62,6 +65,12 @@ class FakeSimulator:
 
 
 CASES = ("offset", "held-tilt", "aligned", "tilted-start")
+
+
+def test_sweep_case_labels_clearance_and_load_case():
+    from contactkit.eval.bench_tight_insertion import LoadCase
+
+    assert peer.SweepCase(6.5e-5, LoadCase.HELD_TILT).value == "0.065 mm held-tilt"
 
 
 def test_try_setting_stops_at_the_first_failing_case_and_costs_what_ran():
@@ -89,23 +98,32 @@ def test_sweep_goes_cheapest_first_then_refines_around_the_first_passing_step():
     fake = FakeSimulator()
     rows = peer.sweep(CASES, fake, quick=False)
     coarse = [r for r in rows if r["stage"] == "coarse"]
-    # coarse: 10, 5, 2.5, 2, 1, 0.5, 0.25 ms fail (500·dt/10ms µm > 10 µm), 0.125 ms passes; then it stops
-    assert [r["setting"]["n_substeps"] for r in coarse] == [n for n in peer.SUBSTEPS for _ in peer.SOLIMPS]
-    refined = {r["setting"]["n_substeps"] for r in rows if r["stage"] == "refine"}
-    assert refined == {40, 80}  # the first passing step and the next cheaper one
-    # the coarse settings at both refined steps are not run again
-    assert len(rows) == len(coarse) + 2 * len(peer.refine_grid(40)) - 2 * len(peer.SOLIMPS)
+    per_step = len(peer.TIMECONST_STEPS) * len(peer.SOLIMPS)
+    # coarse: 10 .. 0.25 ms fail (0.25 ms: 11.25 µm at best), 0.125 ms passes (5.6 µm); then it stops
+    assert [r["setting"]["n_substeps"] for r in coarse] == [n for n in peer.SUBSTEPS for _ in range(per_step)]
+    refined = [r["setting"] for r in rows if r["stage"] == "refine"]
+    assert {s["n_substeps"] for s in refined} == {40, 80}  # the first passing step and the next cheaper one
+    # around the softness that went furthest there: two steps, the hard solimp
+    assert all(s["solimp"] == list(peer.SOLIMPS["hard"]) for s in refined)
+    assert all(s["solref"][0] == pytest.approx(2.0 * s["timestep"]) for s in refined)
+    combos = len(peer.CONES) * len(peer.IMPRATIOS) * len(peer.NOSLIP_ITERATIONS)
+    assert len(refined) == 2 * (combos - 1)  # the coarse setting among the combinations is not run again
     chosen = peer.fastest_within(rows)
-    # at 0.25 ms a pyramidal cone with noslip gives 2.5 µm: cheaper (40 ms/s) than any 0.125 ms setting
+    # at 0.25 ms a pyramidal cone with noslip gives 1.1 µm: cheaper (40 ms/s) than any 0.125 ms setting
     assert chosen["setting"]["n_substeps"] == 40 and chosen["setting"]["cone"] == "pyramidal"
-    assert chosen["setting"]["noslip_iterations"] > 0
-    assert chosen["setting"]["solref"][0] == pytest.approx(peer.TIMECONST_STEPS[0] * 0.01 / 40)
+    assert chosen["setting"]["noslip_iterations"] > 0 and chosen["stage"] == "refine"
+
+
+def test_furthest_is_most_cases_then_least_penetration():
+    rows = [_row("a", 1, 1, 5e-6, passed=1), _row("b", 1, 1, 9e-6, passed=2), _row("c", 1, 1, 3e-6, passed=2)]
+    assert peer.furthest(rows)["setting"] == {"name": "c"}
 
 
 def test_quick_sweep_is_the_reduced_coarse_pass():
     rows = peer.sweep(CASES, FakeSimulator(), quick=True)
     assert {r["stage"] for r in rows} == {"coarse"}
-    assert [r["setting"]["n_substeps"] for r in rows] == [n for n in peer.QUICK_SUBSTEPS for _ in peer.SOLIMPS]
+    per_step = len(peer.TIMECONST_STEPS) * len(peer.SOLIMPS)
+    assert [r["setting"]["n_substeps"] for r in rows] == [n for n in peer.QUICK_SUBSTEPS for _ in range(per_step)]
     assert peer.fastest_within(rows) is None  # the fake needs 0.125 ms, which the quick pass does not try
 
 

@@ -246,12 +246,12 @@ def run_case(backend: str, clearance: float, case: LoadCase, hold_s: float | Non
     }
 
 
-def sweep_case(setting: peer.MujocoSetting, case: LoadCase, stop_above: float) -> dict:
+def sweep_case(setting: peer.MujocoSetting, case: peer.SweepCase, stop_above: float) -> dict:
     """The sweep's evaluation (:data:`contactkit.eval.tight_insertion_sweep.Evaluate`) of MuJoCo under
-    ``setting`` in one load case at the smallest clearance; a :class:`ContactkitError` (a diverged or refused
-    simulation) is a failed case whose ``error`` is its message."""
+    ``setting`` in one case; a :class:`ContactkitError` (a diverged or refused simulation) is a failed case
+    whose ``error`` is its message."""
     try:
-        r = run_case("mujoco-sweep", CLEARANCES[-1], case, setting=setting, stop_above=stop_above)
+        r = run_case("mujoco-sweep", case.clearance, case.load, setting=setting, stop_above=stop_above)
     except ContactkitError as exc:
         return {"inserted": False, "max_wall_penetration_m": 0.0, "max_floor_penetration_m": 0.0,
                 "wall_s": 0.0, "cpu_s": 0.0, "simulated_s": 0.0, "error": f"{type(exc).__name__}: {exc}"}
@@ -308,12 +308,13 @@ def step_size_study(max_steps=(0.01, 0.005, 0.0025, 0.00125)) -> list[dict]:
 
 SWEEP_ORDER = (LoadCase.OFFSET, LoadCase.HELD_TILT, LoadCase.ALIGNED, LoadCase.TILTED_START)
 """Load cases of the sweep, hardest first (MuJoCo's deepest wall penetrations come first), so that a failing
-setting stops early."""
+setting stops early; the smallest clearance runs first."""
 
 
 def _warm_up() -> None:
-    """Load the engine's compiled kernels before any timing (a one-off cost per process)."""
-    run_case("engine", CLEARANCES[-1], LoadCase.ALIGNED, hold_s=0.0)
+    """Load the engine's compiled kernels and MuJoCo before any timing (a one-off cost per process)."""
+    for backend in ("engine", "mujoco-default"):
+        run_case(backend, CLEARANCES[-1], LoadCase.ALIGNED, hold_s=0.0)
 
 
 def _means(cases: list[dict], key: str) -> dict:
@@ -334,13 +335,14 @@ def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     if device != "cpu":
         raise ValueError(f"tight-insertion runs on the CPU only, got device {device!r}")
     _warm_up()
-    rows = peer.sweep(SWEEP_ORDER, sweep_case, quick)
-    found = peer.summary(rows, SWEEP_ORDER, CLEARANCES[-1], quick)
+    clearances = CLEARANCES[-1:] if quick else CLEARANCES
+    sweep_cases = [peer.SweepCase(c, case) for c in sorted(clearances) for case in SWEEP_ORDER]
+    rows = peer.sweep(sweep_cases, sweep_case, quick)
+    found = peer.summary(rows, sweep_cases, quick)
     settings = {b: peer.MujocoSetting(p) for b, p in BACKENDS.items() if b != "engine"}
     if found["mujoco_fastest_within_10um"] is not None:
         settings[FASTEST] = peer.setting_from_dict(found["mujoco_fastest_within_10um"])
     backends = ["engine", *settings]
-    clearances = CLEARANCES[-1:] if quick else CLEARANCES
     cases = [run_case(b, c, case, setting=settings.get(b)) for c in clearances for case in LoadCase for b in backends]
     wall = _means(cases, "wall_s_per_sim_s")
     aligned, worst = geometric_clearance(insertion_scene(clearances[-1]))
@@ -366,10 +368,6 @@ def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     }
 
 
-def _energy_cell(error: float | None) -> str:
-    return "diverges" if error is None else f"{error:.3g}"
-
-
 def markdown(result: dict) -> str:
     """A markdown table of ``result["cases"]`` (one row per backend, clearance and load case)."""
     lines = [
@@ -390,11 +388,12 @@ def markdown(result: dict) -> str:
                       f"the engine's): {'none (no setting met the bound)' if ratio is None else f'{ratio:.3g}'}"]
     lines.append(peer.markdown(result))
     study = result.get("step_size_study")
+    _energy = lambda e: "diverges" if e is None else f"{e:.3g}"  # noqa: E731
     if study:
         lines += ["", "Engine step size (0.065 mm cases; spring energy error over 1 s, undamped):", "",
                   "| engine step [ms] | energy error | all inserted | wall pen. [µm] | floor pen. [µm] "
                   "| ms / control step |", "|---:|---:|---|---:|---:|---:|"]
-        lines += [f"| {r['max_step_s'] * 1e3:g} | {_energy_cell(r['oscillator_energy_error'])} | "
+        lines += [f"| {r['max_step_s'] * 1e3:g} | {_energy(r['oscillator_energy_error'])} | "
                   f"{'yes' if r['all_inserted'] else 'no'} | {r['max_wall_penetration_m'] * 1e6:.1f} | "
                   f"{r['max_floor_penetration_m'] * 1e6:.2f} | {r['ms_per_control_step']:.3g} |" for r in study]
     return "\n".join(lines) + "\n"

@@ -2,20 +2,20 @@
 
 A MuJoCo setting (:class:`MujocoSetting`) is a time step (``CONTROL_DT / n_substeps``), a contact softness
 (solref time constant, a multiple of the time step since MuJoCo clamps it to at least two steps; solimp), the
-friction cone, ``impratio`` and ``noslip_iterations``. A setting *meets the bound* when, in every load case at
-the smallest clearance, the peg is inserted and neither wall nor floor is penetrated by more than
-:data:`PENETRATION_BOUND` (the engine's bound) and MuJoCo raised no error. Its cost is the wall-clock time of
-the simulator's ``step`` per simulated second, measured in the benchmark's process.
+friction cone, ``impratio`` and ``noslip_iterations``. A setting *meets the bound* when, in every case of the run (the
+four load cases at every clearance; ``--quick``: at the smallest), the peg is inserted, neither wall nor floor
+is penetrated by more than :data:`PENETRATION_BOUND` (the engine's bound) and MuJoCo raised no error. Its cost
+is the wall-clock time of the simulator's ``step`` per simulated second, measured in the benchmark's process.
 
 The sweep (:func:`sweep`) keeps it affordable:
 
-1. *coarse*: for each time step from the cheapest (10 ms) to the most expensive, the stiffest softness
-   (time constant two steps) with each solimp of :data:`SOLIMPS`, MuJoCo's other options at the project's
-   defaults; the load cases run hardest first and a setting stops at its first failing case (an episode stops
-   as soon as its penetration exceeds the bound). The coarse pass stops at the first time step where a setting
-   meets the bound.
-2. *refine* (full runs only): at that time step and at the next cheaper one, every combination of
-   :data:`TIMECONST_STEPS`, :data:`SOLIMPS`, :data:`CONES`, :data:`IMPRATIOS` and :data:`NOSLIP_ITERATIONS`.
+1. *coarse*: for each time step from the cheapest (10 ms) to the most expensive, each softness
+   (:data:`TIMECONST_STEPS` × :data:`SOLIMPS`), MuJoCo's other options at the project's defaults; the cases
+   run hardest first and a setting stops at its first failing case (an episode stops as soon as its
+   penetration exceeds the bound). The coarse pass stops at the first time step where a setting meets the bound.
+2. *refine* (full runs only): at that time step and at the next cheaper one, the softness that went furthest
+   there (most cases passed, then least penetration) with every combination of :data:`CONES`,
+   :data:`IMPRATIOS` and :data:`NOSLIP_ITERATIONS`.
 
 Every tried setting is a row (:func:`try_setting`) with its largest penetration, how many cases it passed and
 its cost; :func:`fastest_within` picks the cheapest row that meets the bound, or None.
@@ -35,10 +35,10 @@ CONTROL_DT = 0.01
 """Control period [s] of the benchmark; a time step is ``CONTROL_DT / n_substeps``."""
 SUBSTEPS = (1, 2, 4, 5, 10, 20, 40, 80)
 """Physics steps per control step, cheapest first: time steps 10, 5, 2.5, 2, 1, 0.5, 0.25, 0.125 ms."""
-QUICK_SUBSTEPS = (2, 5, 10, 20, 40)
+QUICK_SUBSTEPS = (2, 10, 20, 40)
 """The reduced coarse pass of ``--quick`` (no refinement)."""
 TIMECONST_STEPS = (2.0, 4.0)
-"""solref time constants in time steps (2 is the stiffest MuJoCo allows); the coarse pass uses the first."""
+"""solref time constants in time steps (2 is the stiffest MuJoCo allows)."""
 SOLREF_DAMPRATIO = 1.0
 SOLIMPS = {"default": (0.9, 0.95, 0.001, 0.5, 2.0), "hard": (0.99, 0.999, 0.001, 0.5, 2.0)}
 """solimp ``(dmin, dmax, width [m], midpoint, power)`` tried: MuJoCo's default and a harder impedance."""
@@ -77,21 +77,46 @@ def make_setting(n_substeps: int, timeconst_steps: float = TIMECONST_STEPS[0], s
 
 
 def coarse_grid(n_substeps: int) -> list[MujocoSetting]:
-    """The coarse pass's settings at one time step: the stiffest time constant with each solimp."""
-    return [make_setting(n_substeps, solimp=name) for name in SOLIMPS]
+    """The coarse pass's settings at one time step: every softness (time constant × solimp)."""
+    return [make_setting(n_substeps, tc, name) for tc, name in itertools.product(TIMECONST_STEPS, SOLIMPS)]
 
 
-def refine_grid(n_substeps: int) -> list[MujocoSetting]:
-    """Every combination of the swept options at one time step (``2·2·2·2·2 = 32`` settings)."""
-    combos = itertools.product(TIMECONST_STEPS, SOLIMPS, CONES, IMPRATIOS, NOSLIP_ITERATIONS)
-    return [make_setting(n_substeps, *combo) for combo in combos]
+def refine_grid(n_substeps: int, timeconst_steps: float, solimp: str) -> list[MujocoSetting]:
+    """One softness at one time step with every combination of cone, impratio and noslip iterations."""
+    combos = itertools.product(CONES, IMPRATIOS, NOSLIP_ITERATIONS)
+    return [make_setting(n_substeps, timeconst_steps, solimp, *combo) for combo in combos]
+
+
+def _softness(row: dict) -> tuple[float, str]:
+    """``(timeconst_steps, solimp name)`` of a row's setting."""
+    s = row["setting"]
+    name = next(k for k, v in SOLIMPS.items() if list(v) == s["solimp"])
+    return round(s["solref"][0] / s["timestep"], 6), name
+
+
+def furthest(rows: Sequence[dict]) -> dict:
+    """The row that went furthest: most cases passed, then least penetration (the first on a tie)."""
+    return min(rows, key=lambda row: (-row["cases_passed"], row["max_penetration_m"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepCase:
+    """One case of the sweep: load case ``load`` (an enum) at radial clearance ``clearance`` [m]."""
+
+    clearance: float
+    load: object
+
+    @property
+    def value(self) -> str:
+        """Its label, e.g. ``"0.065 mm offset"``."""
+        return f"{self.clearance * 1e3:g} mm {getattr(self.load, 'value', self.load)}"
 
 
 Evaluate = Callable[[MujocoSetting, object, float], dict]
-"""``evaluate(setting, load_case, stop_above) -> case record``: one episode at the smallest clearance that
-stops once its penetration exceeds ``stop_above`` [m]. The record holds ``inserted``,
-``max_wall_penetration_m``, ``max_floor_penetration_m``, ``wall_s``, ``cpu_s`` (time in ``step``),
-``simulated_s`` and ``error`` (None, or the message of a :class:`~contactkit.errors.ContactkitError`)."""
+"""``evaluate(setting, case, stop_above) -> case record``: one episode (a :class:`SweepCase`) that stops once
+its penetration exceeds ``stop_above`` [m]. The record holds ``inserted``, ``max_wall_penetration_m``,
+``max_floor_penetration_m``, ``wall_s``, ``cpu_s`` (time in ``step``), ``simulated_s`` and ``error`` (None,
+or the message of a :class:`~contactkit.errors.ContactkitError`)."""
 
 
 def case_meets_bound(record: dict, bound: float = PENETRATION_BOUND) -> bool:
@@ -142,7 +167,7 @@ def sweep(cases: Sequence, evaluate: Evaluate, quick: bool, bound: float = PENET
           progress: Callable[[dict], None] | None = None) -> list[dict]:
     """The coarse pass, then (unless ``quick``) the refinement (module docstring); every tried row, in order.
 
-    ``cases`` are the load cases, hardest first; ``progress`` (optional) is called with each new row.
+    ``cases`` are the cases, hardest first; ``progress`` (optional) is called with each new row.
     """
     substeps = QUICK_SUBSTEPS if quick else SUBSTEPS
     rows: list[dict] = []
@@ -164,7 +189,8 @@ def sweep(cases: Sequence, evaluate: Evaluate, quick: bool, bound: float = PENET
     if found is None or quick:
         return rows
     for n in substeps[max(found - 1, 0):found + 1]:
-        for setting in refine_grid(n):
+        coarse = [row for row in rows if row["setting"]["n_substeps"] == n]
+        for setting in refine_grid(n, *_softness(furthest(coarse))):
             tried(setting, "refine")
     return rows
 
@@ -176,18 +202,17 @@ def setting_from_dict(d: dict) -> MujocoSetting:
     return MujocoSetting(params, int(d["noslip_iterations"]))
 
 
-def summary(rows: Sequence[dict], cases: Sequence, clearance: float, quick: bool,
-            bound: float = PENETRATION_BOUND) -> dict:
-    """The sweep's part of the benchmark's JSON: ``peer_sweep`` (bound, clearance [m], case order, every row)
+def summary(rows: Sequence[dict], cases: Sequence, quick: bool, bound: float = PENETRATION_BOUND) -> dict:
+    """The sweep's part of the benchmark's JSON: ``peer_sweep`` (bound [m], case order, every row)
     and ``mujoco_fastest_within_10um`` (the chosen row's setting, or None with ``..._note`` saying so), plus the
     choice had the cost been CPU time (``..._by_cpu_time``), as a check on a loaded machine."""
     chosen, by_cpu = fastest_within(rows, bound), fastest_within(rows, bound, cost="cpu_s_per_sim_s")
     met = sum(row_meets_bound(row, bound) for row in rows)
     note = (f"fastest (wall time per simulated second) of {met} of {len(rows)} tried settings that met the bound"
             if chosen else f"none of the {len(rows)} tried settings met the {bound * 1e6:g} µm bound in all "
-                           f"{len(cases)} load cases: no peer, no ratio")
+                           f"{len(cases)} cases: no peer, no ratio")
     return {
-        "peer_sweep": {"bound_m": bound, "clearance_m": clearance, "quick": quick,
+        "peer_sweep": {"bound_m": bound, "quick": quick,
                        "case_order": [getattr(c, "value", str(c)) for c in cases],
                        "substeps": list(QUICK_SUBSTEPS if quick else SUBSTEPS), "tried": len(rows),
                        "met_bound": met, "rows": list(rows)},
@@ -203,17 +228,18 @@ def markdown(result: dict) -> str:
     if not sweep_part:
         return ""
     chosen = result.get("mujoco_fastest_within_10um")
-    lines = ["", f"MuJoCo settings tried ({sweep_part['clearance_m'] * 1e3:g} mm cases, in the order "
-                 f"{', '.join(sweep_part['case_order'])}, stopping at the first case over "
+    lines = ["", f"MuJoCo settings tried (cases in the order {', '.join(sweep_part['case_order'])}; "
+                 f"a setting stops at the first case over "
                  f"{sweep_part['bound_m'] * 1e6:g} µm): {result.get('mujoco_fastest_within_10um_note', '')}", "",
              "| stage | dt [ms] | solref tc [ms] | solimp dmin, dmax | cone | impratio | noslip | cases passed "
-             "| max pen. [µm] | wall s / sim s | CPU s / sim s | chosen |",
-             "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| failed at | max pen. [µm] | wall s / sim s | CPU s / sim s | chosen |",
+             "|---|---:|---:|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
     for row in sweep_part["rows"]:
         s = row["setting"]
         lines.append(
             f"| {row['stage']} | {s['timestep'] * 1e3:g} | {s['solref'][0] * 1e3:g} | {s['solimp'][0]:g}, "
             f"{s['solimp'][1]:g} | {s['cone']} | {s['impratio']:g} | {s['noslip_iterations']} | "
-            f"{row['cases_passed']}/{row['cases_total']} | {row['max_penetration_m'] * 1e6:.1f} | "
+            f"{row['cases_passed']}/{row['cases_total']} | {row['failed_case'] or ''} | "
+            f"{row['max_penetration_m'] * 1e6:.1f} | "
             f"{row['wall_s_per_sim_s']:.3g} | {row['cpu_s_per_sim_s']:.3g} | {'yes' if s == chosen else ''} |")
     return "\n".join(lines) + "\n"
