@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contactkit.data.json_diff import DIFF_MAX_ENTRIES, json_diff
 from contactkit.errors import DatasetError, InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.state import QUAT_NORM_TOL, BodyState
@@ -183,6 +184,23 @@ class DatasetMeta:
             if a != b:
                 out.append(key)
         return out
+
+    def differences(self, other: DatasetMeta) -> str:
+        """One line naming what differs on :data:`META_KEYS_MUST_MATCH` from ``self`` (old) to ``other`` (new):
+        the plain keys first, then dotted paths into the JSON fields (``scene.statics[1].friction: 0.5 → 0.6``;
+        a numeric array is one entry counting its differing values, see :func:`~contactkit.data.json_diff.json_diff`),
+        at most :data:`~contactkit.data.json_diff.DIFF_MAX_ENTRIES` paths, then a count of the others."""
+        entries: list[str] = []
+        for key in sorted(META_KEYS_MUST_MATCH, key=lambda k: k in _JSON_KEYS):
+            a, b = getattr(self, key), getattr(other, key)
+            if key in _JSON_KEYS:
+                a, b = json.loads(a), json.loads(b)
+            else:  # the action mode as its name
+                a, b = getattr(a, "value", a), getattr(b, "value", b)
+            entries += json_diff(key, a, b)
+        shown = entries[:DIFF_MAX_ENTRIES]
+        more = len(entries) - len(shown)
+        return "; ".join(shown) + (f"; and {more} more" if more else "")
 
 
 def validate_scene_json(name: str, scene) -> str | None:

@@ -238,9 +238,8 @@ class DatasetWriter:
                                "or choose another path")
         differ = stored.mismatched_keys(meta)
         if differ:
-            detail = "; ".join(f"{k}: stored {getattr(stored, k)!r} vs new {getattr(meta, k)!r}"
-                               for k in differ)
-            raise DatasetError(f"{path}: cannot resume, meta differs in {differ} ({detail})")
+            raise DatasetError(f"{path}: cannot resume, meta differs in {differ} (stored → new: "
+                               f"{stored.differences(meta)})")
         if not clean or not has_scenes:  # a crashed writer, or a file from before per-episode scenes
             tmp = path + TMP_SUFFIX
             _copy_committed(path, tmp, chunk_rows)
