@@ -24,7 +24,7 @@ import numpy as np
 import safetensors.torch
 import torch
 
-from contactkit.errors import CheckpointError, ContactkitError
+from contactkit.errors import CheckpointError, ContactkitError, InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
@@ -264,12 +264,34 @@ def _optimizer_state(path: Path, opt_meta: dict | None, tensors: dict[str, torch
     return {"state": state, "param_groups": groups}
 
 
+def check_device(device: torch.device | str) -> torch.device:
+    """The torch device named ``device`` ('cpu', 'cuda', 'cuda:N'), checked to exist on this machine.
+
+    Raises:
+        InvalidInputError: not a torch device name, not a CPU or CUDA device, or a CUDA device this machine
+            does not have (naming ``device`` and the number of CUDA devices).
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise InvalidInputError(f"device {str(device)!r} is not a torch device; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (dev.index or 0) >= count:
+            raise InvalidInputError(f"device {str(device)!r}: this machine has {count} CUDA device(s)")
+    elif dev.type != "cpu":
+        raise InvalidInputError(f"device {str(device)!r}: only cpu and cuda devices are supported")
+    return dev
+
+
 def restore_model(ckpt: Checkpoint, device: torch.device | str = "cpu") -> EncodeProcessDecode:
     """Build the model of ``ckpt.model_config`` and load its weights and normalisers, strictly.
 
     Raises:
         CheckpointError: a tensor is missing, unexpected, or of the wrong shape (named).
+        InvalidInputError: ``device`` is not usable here (:func:`check_device`).
     """
+    check_device(device)
     model = EncodeProcessDecode(ckpt.model_config)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(ckpt.model_state))

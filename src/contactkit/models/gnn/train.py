@@ -26,6 +26,7 @@ import torch
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.models.gnn.checkpoint import (
+    check_device,
     load_checkpoint,
     restore_model,
     restore_optimizer,
@@ -249,7 +250,29 @@ def _resume(path: Path, config: TrainConfig, device):
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr_init, foreach=True)
     restore_optimizer(ckpt, optimizer)
     state = ckpt.train_state
-    return model, optimizer, rng_from_json(state["rng"]), int(state["step"]), state.get("best_val")
+    try:
+        history = [(int(s), dict(v)) for s, v in state.get("val_history", [])]
+    except (TypeError, ValueError):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its validation history is malformed") from None
+    return model, optimizer, rng_from_json(state["rng"]), int(state["step"]), state.get("best_val"), history
+
+
+def check_out_dir(out_dir: str | Path) -> Path:
+    """Make sure ``out_dir`` can hold checkpoints before any work starts: create it (and its parents).
+
+    Raises:
+        InvalidInputError: ``out_dir`` names an existing file, or the folder cannot be created.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidInputError(f"training output '{out_dir}' is an existing file, not a folder; checkpoints "
+                                "go into a folder: choose another path")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"training output folder '{out_dir}' cannot be created ({exc.strerror or exc})"
+                                ) from None
+    return out_dir
 
 
 def train(
@@ -272,7 +295,9 @@ def train(
             (6), ``command`` (6), ``wrench`` (6), ``next_state`` (13); optional ``scene_index`` when several
             scenes); an ``action_mode`` attribute, when they have one, must suit the model's action mode.
         out_dir: gets ``last.safetensors`` every ``checkpoint_every`` steps and at the end, and
-            ``best.safetensors`` at each new best validation loss.
+            ``best.safetensors`` at each new best validation loss (created first, see :func:`check_out_dir`).
+            Each checkpoint holds the validation history up to its step, so a resumed run's
+            ``TrainResult.val_history`` starts with the validations from before the interruption.
         device: torch device of the model.
         progress_cb: called every ``log_every`` steps and after each validation.
         scene: the scene of the windows, or a sequence indexed by ``scene_index``.
@@ -280,20 +305,23 @@ def train(
         resume: continue from ``out_dir/last.safetensors`` when it exists (same settings required).
 
     Raises:
-        InvalidInputError: empty training set, malformed windows. CheckpointError: a resume mismatch.
+        InvalidInputError: ``out_dir`` is a file, ``device`` is not usable here, empty training set, malformed
+            windows. CheckpointError: a resume mismatch.
     """
-    out_dir = Path(out_dir)
+    out_dir = check_out_dir(out_dir)
+    check_device(device)
     mode = config.model.graph.action_mode
     data, val = _Windows(train_windows, scene, step, mode), _Windows(val_windows, scene, step, mode)
     if len(data) == 0:
         raise InvalidInputError("train: the training set is empty")
     last_path, best_path = out_dir / LAST_CHECKPOINT, out_dir / BEST_CHECKPOINT
-    model, optimizer, rng, done, best = _start(config, last_path if resume else None, device)
-    losses, val_history, window = [], [], []
+    model, optimizer, rng, done, best, val_history = _start(config, last_path if resume else None, device)
+    losses, window = [], []
     t0 = time.perf_counter()
 
     def save(path: Path) -> None:
-        state = {"step": done, "best_val": best, "config": config.to_dict(), "rng": rng_state_to_json(rng)}
+        state = {"step": done, "best_val": best, "config": config.to_dict(), "rng": rng_state_to_json(rng),
+                 "val_history": [[s, v] for s, v in val_history]}
         save_checkpoint(path, model, step, optimizer, state)
 
     while done < config.num_steps:
@@ -321,12 +349,13 @@ def train(
 
 
 def _start(config: TrainConfig, resume_from: Path | None, device):
-    """Fresh model, optimizer and generator from ``config.seed``, or the state saved at ``resume_from``."""
+    """Fresh model, optimizer, generator, step 0, no best loss and no validation history from ``config.seed``,
+    or the state saved at ``resume_from``."""
     if resume_from is not None and resume_from.exists():
         return _resume(resume_from, config, device)
     model = EncodeProcessDecode(config.model, generator=torch.Generator().manual_seed(config.seed)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr_init, foreach=True)
-    return model, optimizer, np.random.default_rng(config.seed), 0, None
+    return model, optimizer, np.random.default_rng(config.seed), 0, None, []
 
 
 def _optimise(model, optimizer, batch: Batch, config: TrainConfig, done: int, lr: float) -> float:
