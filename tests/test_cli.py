@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from contactkit.cli import app
@@ -54,3 +55,59 @@ def test_results_regenerates_markdown(tmp_path):
     r = runner.invoke(app, ["results", "--results-dir", str(results), "--out", str(out)])
     assert r.exit_code == 0
     assert "contactkit benchmark x" in out.read_text() and "2.5" in out.read_text()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "d.h5"
+    r = runner.invoke(app, ["collect", "--out", str(out), "--episodes", "2", "--steps", "5"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_plot_refuses_an_episode_out_of_range(dataset, tmp_path):
+    for episode in ("-1", "2"):
+        r = runner.invoke(app, ["plot", str(dataset), "--out", str(tmp_path / "f.png"), "--episode", episode])
+        assert r.exit_code == 2 and f"--episode {episode} is out of range" in r.output and "0 .. 1" in r.output
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_plot_prints_the_file_it_wrote(dataset, tmp_path):
+    r = runner.invoke(app, ["plot", str(dataset), "--out", str(tmp_path), "--episode", "1"])
+    written = tmp_path / "d-episode1.png"
+    assert r.exit_code == 0 and r.output.strip() == f"wrote {written}" and written.stat().st_size > 10_000
+    r = runner.invoke(app, ["plot", str(dataset), "--out", str(tmp_path / "fig")])
+    assert r.exit_code == 0 and r.output.strip() == f"wrote {tmp_path / 'fig.png'}"
+    assert (tmp_path / "fig.png").is_file() and not (tmp_path / "fig").exists()
+    r = runner.invoke(app, ["plot", str(dataset), "--out", str(tmp_path / "fig.xyz")])
+    assert r.exit_code == 2 and "'.xyz' is not an image format" in r.output
+
+
+def test_resume_mismatch_names_only_what_differs(dataset, tmp_path):
+    out = tmp_path / "d.h5"
+    shutil.copy(dataset, out)
+    r = runner.invoke(app, ["collect", "--out", str(out), "--episodes", "2", "--steps", "5", "--clearance", "0.0005"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and len(r.output) < 1500, r.output
+    assert "meta differs in ['scene']" in r.output and "scene.name: " in r.output and "0.5 mm" in r.output
+
+
+@pytest.mark.parametrize("argv", [["train", "--data", "missing.h5", "--out", "run"],
+                                  ["evaluate", "--model", "missing", "--data", "missing.h5"],
+                                  ["benchmark", "collect", "--quick"], ["experiment", "pf-tracking", "--quick"]],
+                         ids=lambda a: a[0])
+def test_an_unknown_device_is_refused_before_any_work(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, [*argv, "--device", "quantum"])
+    assert r.exit_code == 2 and r.output.startswith("error: device 'quantum' is not a torch device"), r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_results_needs_a_folder(tmp_path):
+    r = runner.invoke(app, ["results", "--results-dir", str(tmp_path / "none"), "--out", str(tmp_path / "R.md")])
+    assert r.exit_code == 2 and "is not a folder" in r.output and not (tmp_path / "R.md").exists()
+
+
+def test_an_error_message_is_one_line_of_plain_text(tmp_path):
+    weird = tmp_path / "[/bold] x\nb"  # rich markup prints as it is, a line break as a space
+    r = runner.invoke(app, ["info", str(weird)])
+    assert r.exit_code == 2 and r.output == f"error: {weird}: no such dataset file\n".replace("x\nb", "x b")

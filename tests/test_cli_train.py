@@ -54,6 +54,15 @@ def test_train_without_val_splits_episodes_and_resumes(data, tmp_path):
     assert r.exit_code == 0, r.output
     assert "12 training and 12 validation windows" in r.output  # one episode of 14 steps each
     assert load_checkpoint(out / "last.safetensors").train_state["step"] == 2
+    assert [h["step"] for h in json.loads((out / "val_history.json").read_text())] == [1, 2]  # step 1's kept
+
+
+def test_train_out_naming_a_file_fails_before_reading_any_data(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_bytes(b"mine")
+    r = runner.invoke(app, ["train", "--data", str(tmp_path / "missing.h5"), "--out", str(taken)])
+    assert r.exit_code == 2 and r.output.startswith(f"error: training output '{taken}' is an existing file")
+    assert taken.read_bytes() == b"mine"
 
 
 def test_several_val_files_and_the_collision_radius(data, tmp_path):

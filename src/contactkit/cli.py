@@ -10,6 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -24,8 +25,22 @@ console = Console()
 
 
 def _fail(exc: Exception) -> None:
-    console.print(f"[bold red]error:[/] {exc}", soft_wrap=True, markup=True, highlight=False)
+    """Print ``exc`` as one ``error:`` line (its text escaped: a path in brackets is no markup) and exit 2."""
+    text = " ".join(str(exc).split())
+    console.print(f"[bold red]error:[/] {escape(text)}", soft_wrap=True, markup=True, highlight=False)
     raise typer.Exit(2)
+
+
+def _check_device_and_checkpoint(device: str, checkpoint: str | Path | None = None) -> None:
+    """Before any work: ``--device`` exists here, ``--checkpoint`` (a file or a training folder) is a valid
+    Act-FIGNet checkpoint (InvalidInputError / CheckpointError naming them)."""
+    from contactkit.models.gnn.checkpoint import check_device, load_checkpoint
+
+    check_device(device)
+    if checkpoint is not None:
+        from contactkit.eval.predictors import resolve_checkpoint
+
+        load_checkpoint(resolve_checkpoint(checkpoint))
 
 
 def _progress() -> Progress:
@@ -76,11 +91,19 @@ def collect(
             world=load_world(world),
             backend=backend,
         )
-        with _progress() as bar:
-            job = bar.add_task(f"collect {task}/{policy}", total=episodes)
-            written = run_collect(
-                spec, str(out), progress=lambda done, total: bar.update(job, completed=done)
-            )
+        bar = _progress()
+        job = bar.add_task(f"collect {task}/{policy}", total=episodes)
+
+        def report(done: int, total: int) -> None:  # first called once OUT is open and checked
+            if not bar.live.is_started:
+                bar.start()
+            bar.update(job, completed=done)
+
+        try:
+            written = run_collect(spec, str(out), progress=report)
+        finally:
+            if bar.live.is_started:
+                bar.stop()
     except ContactkitError as exc:
         _fail(exc)
     console.print(f"wrote {written} new episode(s) to {out}")
@@ -125,18 +148,29 @@ def info(path: Path) -> None:
 
 
 @app.command()
-def plot(path: Path, out: Annotated[Path, typer.Option(help="PNG to write")], episode: int = 0) -> None:
+def plot(
+    path: Path,
+    out: Annotated[Path, typer.Option(help="image to write (.png, .pdf, .svg ...), or a folder for PATH-episodeK.png")],
+    episode: Annotated[int, typer.Option(help="episode index, 0 .. episodes - 1")] = 0,
+) -> None:
     """Plot position, orientation and F/T of one episode against time."""
     from contactkit.data.reader import open_dataset
-    from contactkit.report.plots import plot_episode
+    from contactkit.report.plots import figure_path, plot_episode
 
     try:
+        if out.is_dir():
+            out = out / f"{path.stem}-episode{episode}.png"
+        target = figure_path(out)
         with open_dataset(path) as ds:
+            if not 0 <= episode < len(ds):
+                raise InvalidInputError(f"--episode {episode} is out of range: {path} holds {len(ds)} episode(s), "
+                                        f"numbered 0 .. {len(ds) - 1}")
             ep = ds.episode(episode)
             name = json.loads(ds.meta.scene).get("name", "")
+        written = plot_episode(ep, target, title=f"{name} — episode {episode}")
     except ContactkitError as exc:
         _fail(exc)
-    console.print(f"wrote {plot_episode(ep, out, title=f'{name} — episode {episode}')}")
+    console.print(f"wrote {written}", soft_wrap=True, markup=False, highlight=False)  # the path unbroken
 
 
 MODEL_VARIANTS = {"act-fignet": "act_fignet", "fignet-plus": "fignet_plus"}
@@ -190,8 +224,10 @@ def train(
 
     from contactkit.models.gnn import ModelVariant, TrainConfig
     from contactkit.models.gnn import train as run_train
+    from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
 
-    try:
+    try:  # every argument is checked before any data is read (--out, a checkpoint to resume included)
+        _check_device_and_checkpoint(device)
         if model not in MODEL_VARIANTS:
             raise InvalidInputError(f"unknown model {model!r}; choose one of {sorted(MODEL_VARIANTS)}")
         if threads < 1:
@@ -201,6 +237,9 @@ def train(
         graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
                                     **({"collision_radius": collision_radius} if collision_radius is not None else {}))
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
+        last = check_out_dir(out) / LAST_CHECKPOINT
+        if resume and last.exists():
+            _check_device_and_checkpoint(device, last)
         train_set, val_set = _train_sets(data, val, seed)
         console.print(f"{model} ({config}): {len(train_set.windows)} training and {len(val_set.windows)} "
                       f"validation windows, {len(train_set.scenes)} scene(s), {cfg.num_steps} steps on {device}")
@@ -247,6 +286,7 @@ def evaluate(
     from contactkit.physics import load_world
 
     try:
+        _check_device_and_checkpoint(device)
         label = model.name if model.is_dir() or not model.parent.name else model.parent.name
         predictors = [checkpoint_predictor(model, label, device)]
         if baseline != "none":
@@ -276,6 +316,7 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
     from contactkit.eval.harness import markdown_of, run_measurement
 
     try:
+        _check_device_and_checkpoint(device, (options or {}).get("checkpoint"))
         with console.status(f"{kind} {name}{' (quick)' if quick else ''} ..."):
             result = run_measurement(
                 kind,
@@ -363,10 +404,12 @@ def results(
     try:
         results_dir = results_dir or default_results_dir()
         out = out or default_results_page()
+        if not results_dir.is_dir():
+            raise InvalidInputError(f"--results-dir '{results_dir}' is not a folder")
+        tables = refresh_tables(results_dir)
+        out.write_text(render_results(results_dir))
     except ContactkitError as exc:
         _fail(exc)
-    tables = refresh_tables(results_dir)
-    out.write_text(render_results(results_dir))
     console.print(f"wrote {out} and {len(tables)} table(s) in {results_dir}")
 
 

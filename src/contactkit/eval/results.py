@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contactkit.errors import ResultStoreError
 from contactkit.eval.store import default_results_dir, source_root
 
 RESULTS_PAGE = Path("docs/RESULTS.md")
@@ -85,6 +86,25 @@ def render_one(data: dict) -> str:
     return "\n".join(lines)
 
 
+def read_result(path: str | Path) -> dict:
+    """The stored result in ``path``: a UTF-8 JSON object.
+
+    Raises:
+        ResultStoreError: one line naming the file: unreadable, not UTF-8, not JSON, or not a JSON object.
+    """
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ResultStoreError(f"result file '{path}' cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ResultStoreError(f"result file '{path}' is not UTF-8 JSON text (byte offset {exc.start})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ResultStoreError(f"result file '{path}' is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ResultStoreError(f"result file '{path}' must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
 def default_results_page() -> Path:
     """``docs/RESULTS.md`` of the source checkout (:func:`contactkit.eval.store.source_root`)."""
     return source_root() / RESULTS_PAGE
@@ -98,7 +118,7 @@ def refresh_tables(results_dir: str | Path | None = None) -> list[Path]:
 
     written = []
     for f in sorted(Path(results_dir or default_results_dir()).glob("*.json")):
-        table = markdown_of(json.loads(f.read_text()))
+        table = markdown_of(read_result(f))
         if table is not None:
             atomic_write_text(f.with_suffix(".md"), table)
             written.append(f.with_suffix(".md"))
@@ -111,7 +131,7 @@ def render_results(results_dir: str | Path | None = None) -> str:
     files = sorted(Path(results_dir or default_results_dir()).glob("*.json"))
     parts = [HEADER]
     for f in files:
-        parts.append(render_one(json.loads(f.read_text())))
+        parts.append(render_one(read_result(f)))
     if not files:
         parts.append("No results stored yet: run a benchmark or experiment without `--quick`.\n")
     return "\n".join(parts) + "\n"

@@ -9,7 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 
+from contactkit.errors import InvalidInputError  # noqa: E402
 from contactkit.rotations import quat_to_rotvec  # noqa: E402
 
 AXES = ("x", "y", "z")
@@ -40,13 +42,41 @@ def plot_episode(episode, out: str | Path, title: str = "", reference=None) -> P
     return save_figure(fig, out)
 
 
-def save_figure(fig, out: str | Path, dpi: int = 110) -> Path:
-    """Lay out ``fig``, write it to ``out`` (parent folders created), close it; returns the path."""
+def figure_path(out: str | Path) -> Path:
+    """The file a figure saved as ``out`` goes to: ``out`` itself when its suffix is an image format matplotlib
+    writes (``.png``, ``.pdf``, ``.svg`` ...), ``out`` + ``.png`` when it has no suffix.
+
+    Raises:
+        InvalidInputError: ``out`` is an existing folder, or its suffix is not a format matplotlib writes.
+    """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=dpi)
-    plt.close(fig)
+    if out.is_dir():
+        raise InvalidInputError(f"figure path '{out}' is a folder; give a file name such as '{out / 'fig.png'}'")
+    if not out.suffix:
+        return out.with_name(out.name + ".png")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix[1:].lower() not in formats:
+        raise InvalidInputError(f"figure path '{out}': {out.suffix!r} is not an image format matplotlib writes; "
+                                f"use one of {sorted(formats)}")
+    return out
+
+
+def save_figure(fig, out: str | Path, dpi: int = 110) -> Path:
+    """Lay out ``fig``, write it to :func:`figure_path` (``out``) (parent folders created), close it; returns
+    the path written.
+
+    Raises:
+        InvalidInputError: a bad ``out`` (see :func:`figure_path`), or the file cannot be written.
+    """
+    try:
+        out = figure_path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(out, dpi=dpi)
+    except OSError as exc:
+        raise InvalidInputError(f"figure '{out}' cannot be written ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)
     return out
 
 

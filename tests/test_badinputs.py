@@ -1,0 +1,200 @@
+"""The bad-input catalog (``../shared/badinputs``, copied into ``tests/data/files`` and ``tests/data/meshes``)
+through every loader and every ``contactkit`` command that takes a file.
+
+Each pair must either accept the file (only the catalog's control cases, where the loader is meant for them) or
+stop with one line naming the file: a :class:`ContactkitError` from a loader, ``error: ...`` and exit code 2 from
+the command; never a traceback, never code run from a pickle (``code_running.pt`` prints when unpickled, and
+unpickling is made to fail loudly here).
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from contactkit.cli import app
+from contactkit.data import DatasetWriter, import_log, load_log, open_dataset
+from contactkit.data.collect import CollectSpec, dataset_meta
+from contactkit.data.schema import DatasetMeta
+from contactkit.data.training import training_data
+from contactkit.data.windows import TrajectoryWindows
+from contactkit.errors import ContactkitError
+from contactkit.eval.predict_eval import load_recorded
+from contactkit.eval.predictors import checkpoint_predictor
+from contactkit.geometry import load_mesh
+from contactkit.models.gnn import GnnContactModel, load_checkpoint
+from contactkit.physics import load_world
+from contactkit.scene import Scene
+from contactkit.tasks.scenes import peg_in_hole
+
+DATA = Path(__file__).parent / "data"
+SHARED_CATALOG = Path(__file__).resolve().parents[2] / "shared" / "badinputs"
+FILES = ("code_running.pt", "header_length_lies.safetensors", "huge_shape_header.safetensors",
+         "log_duplicate_timestamp.csv", "log_force_in_millinewtons.csv", "log_garbage.csv", "log_missing_column.csv",
+         "log_nan_row.csv", "log_ok.csv", "log_quaternion_not_unit.csv", "log_time_backwards.csv", "random_bytes.h5",
+         "random_bytes.safetensors", "truncated.h5", "truncated_payload.safetensors", "unrelated_valid.h5",
+         "zero_bytes.h5")
+MESHES = ("bad_face_index.obj", "collinear.obj", "coplanar_zero_volume.obj", "duplicate_vertices.obj", "empty.obj",
+          "flipped_winding.obj", "huge_coordinates.obj", "inf_vertex.obj", "nan_vertex.obj", "needle_aspect_1000.obj",
+          "nonconvex_L.obj", "not_an_obj.obj", "open_box_not_watertight.obj", "valid_cube_10mm.obj")
+CATALOG = [DATA / "files" / n for n in FILES] + [DATA / "meshes" / n for n in MESHES]
+PICKLE_RAN = "this pickle ran code"
+"""What ``code_running.pt`` prints when it is unpickled."""
+
+ACCEPTED = {
+    ("load_mesh", "valid_cube_10mm.obj"), ("load_mesh", "needle_aspect_1000.obj"), ("load_mesh", "nonconvex_L.obj"),
+    ("load_mesh convex", "valid_cube_10mm.obj"), ("load_mesh convex", "needle_aspect_1000.obj"),
+    ("load_log", "log_ok.csv"), ("import_log", "log_ok.csv"),
+}
+"""(loader, file) pairs that must load: the control cases, and the needle (a valid 10 mm × 10 µm × 10 µm box) and
+the L (a valid non-convex solid) where no convex piece is required."""
+
+
+@pytest.fixture(autouse=True)
+def no_unpickling(monkeypatch):
+    """Any unpickling during a test of this module fails it (whatever catches the exception, the flag stays)."""
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args[:1])
+        raise AssertionError("a loader unpickled a file")
+
+    for module, name in ((pickle, "load"), (pickle, "loads"), (torch, "load")):
+        monkeypatch.setattr(module, name, refuse)
+    yield
+    assert not calls, f"unpickled: {calls}"
+
+
+def _copy(src: Path, folder: Path, name: str | None = None) -> Path:
+    """A writable copy of ``src`` in ``folder`` (a loader may try to resume or rewrite it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dst = folder / (name or src.name)
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _scene_text(path: Path) -> str:
+    return path.read_bytes().decode("latin-1")  # any bytes: the text parsers get the file's content as it is
+
+
+def _load_mesh_as(suffix: str) -> Callable[[Path, Path], object]:
+    """load_mesh of a copy renamed to ``suffix``: the same bytes through the trimesh readers (STL, PLY, OFF)."""
+    return lambda p, tmp: load_mesh(_copy(p, tmp, p.stem + suffix))
+
+
+LOADERS: dict[str, Callable[[Path, Path], object]] = {
+    "load_mesh": lambda p, tmp: load_mesh(p),
+    "load_mesh convex": lambda p, tmp: load_mesh(p, require_convex=True),
+    **{f"load_mesh as {s}": _load_mesh_as(s) for s in (".stl", ".ply", ".off")},
+    "open_dataset": lambda p, tmp: open_dataset(p).close(),
+    "load_recorded": lambda p, tmp: load_recorded(p),
+    "training_data": lambda p, tmp: training_data([p]),
+    "TrajectoryWindows": lambda p, tmp: TrajectoryWindows(p),
+    "DatasetWriter resume": lambda p, tmp: DatasetWriter(p, meta=dataset_meta(CollectSpec(episodes=1))).close(),
+    "load_log": lambda p, tmp: load_log(p),
+    "import_log": lambda p, tmp: import_log(p, tmp / "imported.h5"),
+    "import_log into": lambda p, tmp: import_log(DATA / "files" / "log_ok.csv", p),
+    "load_checkpoint": lambda p, tmp: load_checkpoint(p),
+    "GnnContactModel": lambda p, tmp: GnnContactModel.from_checkpoint(p, peg_in_hole("square", 1e-3)),
+    "checkpoint_predictor": lambda p, tmp: checkpoint_predictor(p, "bad"),
+    "load_world": lambda p, tmp: load_world(p),
+}
+
+TEXT_PARSERS: dict[str, Callable[[str], object]] = {
+    "Scene.from_json": Scene.from_json,
+    "DatasetMeta.from_json": DatasetMeta.from_json,
+}
+"""Parsers of scene and meta JSON text (they take text, not a path, so their errors cannot name the file)."""
+
+
+def _one_line(text: str) -> bool:
+    return len(text.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.name)
+def test_every_loader_accepts_the_controls_and_refuses_the_rest_in_one_line(path, tmp_path, capfd):
+    outcomes = {}
+    for name, load in LOADERS.items():
+        copy = _copy(path, tmp_path / name.replace(" ", "_"))
+        try:
+            load(copy, tmp_path / name.replace(" ", "_"))
+            outcomes[name] = "accepted"
+        except ContactkitError as exc:
+            ok = str(copy.parent / copy.stem) in str(exc)  # the file, or its copy under another suffix
+            outcomes[name] = "refused" if ok and _one_line(str(exc)) else f"unclear message: {exc}"
+        # any other exception is a traceback and fails the test here
+    expected = {name: "accepted" if (name, path.name) in ACCEPTED else "refused" for name in LOADERS}
+    assert outcomes == expected
+    for name, parse in TEXT_PARSERS.items():
+        with pytest.raises(ContactkitError) as err:
+            parse(_scene_text(path))
+        assert _one_line(str(err.value)), name
+    assert PICKLE_RAN not in capfd.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    """A valid dataset and checkpoint, for the commands that need one good file beside the bad one."""
+    root = tmp_path_factory.mktemp("good")
+    runner = CliRunner()
+    r = runner.invoke(app, ["collect", "--out", str(root / "d.h5"), "--episodes", "2", "--steps", "8", "--world",
+                            "target"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["train", "--data", str(root / "d.h5"), "--out", str(root / "run"), "--steps", "1"])
+    assert r.exit_code == 0, r.output
+    return root / "d.h5", root / "run" / "best.safetensors"
+
+
+def _commands(bad: Path, data: Path, ckpt: Path, tmp: Path) -> dict[str, list[str]]:
+    """Every command line that reads a file, with ``bad`` as that file (and good files elsewhere)."""
+    run = tmp / "run"
+    return {
+        "collect --world": ["collect", "--out", str(tmp / "c.h5"), "--episodes", "1", "--steps", "2",
+                            "--world", str(bad)],
+        "collect --out (resume)": ["collect", "--out", str(bad), "--episodes", "1", "--steps", "2"],
+        "info": ["info", str(bad)],
+        "plot": ["plot", str(bad), "--out", str(tmp / "p.png")],
+        "train --data": ["train", "--data", str(bad), "--out", str(tmp / "t1"), "--steps", "1"],
+        "train --val": ["train", "--data", str(data), "--val", str(bad), "--out", str(tmp / "t2"), "--steps", "1"],
+        "train --out (a file)": ["train", "--data", str(data), "--out", str(bad), "--steps", "1"],
+        "train --out (resume)": ["train", "--data", str(data), "--out", str(run), "--steps", "1"],
+        "evaluate --model": ["evaluate", "--model", str(bad), "--data", str(data), "--baseline", "none"],
+        "evaluate --data": ["evaluate", "--model", str(ckpt), "--data", str(bad), "--baseline", "none"],
+        "evaluate --baseline": ["evaluate", "--model", str(ckpt), "--data", str(data), "--baseline", str(bad)],
+        "benchmark --checkpoint": ["benchmark", "replan", "--quick", "--checkpoint", str(bad)],
+        "experiment --checkpoint": ["experiment", "pf-tracking", "--quick", "--checkpoint", str(bad)],
+        "results": ["results", "--results-dir", str(tmp / "results"), "--out", str(tmp / "R.md")],
+    }
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.name)
+def test_every_command_that_reads_a_file_refuses_it_in_one_line(path, good, tmp_path, capfd):
+    runner = CliRunner()
+    bad = _copy(path, tmp_path)
+    names = {"train --out (resume)": _copy(path, tmp_path / "run", "last.safetensors"),
+             "results": _copy(path, tmp_path / "results", "stored.json")}
+    for command, argv in _commands(bad, *good, tmp_path).items():
+        r = runner.invoke(app, argv)
+        named = names.get(command, bad)
+        where = f"{command} on {path.name}: {r.output!r}"
+        assert r.exit_code == 2 and isinstance(r.exception, SystemExit), where
+        assert _one_line(r.output) and r.output.startswith("error: ") and str(named) in r.output, where
+        assert "Traceback" not in r.output and PICKLE_RAN not in r.output, where
+    assert PICKLE_RAN not in capfd.readouterr().out
+
+
+def test_the_copies_are_the_catalog():
+    """The repo's copies list every catalog file, byte for byte (checked where ../shared/badinputs is present)."""
+    assert all(p.is_file() for p in CATALOG)
+    if not SHARED_CATALOG.is_dir():
+        pytest.skip("../shared/badinputs is not present")
+    shared = sorted(p for p in SHARED_CATALOG.glob("*/*") if p.is_file())
+    assert sorted(p.name for p in shared) == sorted(FILES + MESHES)
+    for p in shared:
+        assert (DATA / p.parent.name / p.name).read_bytes() == p.read_bytes(), p.name
