@@ -86,6 +86,18 @@ def test_try_setting_stops_at_the_first_failing_case_and_costs_what_ran():
     assert fine["wall_s_per_sim_s"] == pytest.approx(0.08) and fine["cpu_s_per_sim_s"] == pytest.approx(0.04)
 
 
+def test_a_setting_that_never_ran_has_no_cost_and_is_tabulated():
+    def refused(setting, case, stop_above):
+        return {"inserted": False, "max_wall_penetration_m": 0.0, "max_floor_penetration_m": 0.0, "wall_s": 0.0,
+                "cpu_s": 0.0, "simulated_s": 0.0, "error": "InvalidInputError: time step too large"}
+
+    row = peer.try_setting(peer.make_setting(1), CASES, refused, "coarse")
+    assert row["wall_s_per_sim_s"] is None and row["error"].startswith("InvalidInputError")
+    assert not peer.row_meets_bound(row) and peer.fastest_within([row]) is None
+    table = peer.markdown(peer.summary([row], CASES, quick=True))
+    assert "| 0/4 | offset | 0.0 | — | — |  |" in table
+
+
 def test_a_case_must_be_inserted_and_error_free():
     ok = {"inserted": True, "max_wall_penetration_m": 1e-6, "max_floor_penetration_m": 2e-6, "error": None}
     assert peer.case_meets_bound(ok)

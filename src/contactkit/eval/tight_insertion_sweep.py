@@ -130,9 +130,9 @@ def try_setting(setting: MujocoSetting, cases: Sequence, evaluate: Evaluate, sta
     """Run ``cases`` in order until one fails (:func:`case_meets_bound`); the sweep's row of ``setting``.
 
     The row: ``setting`` (:meth:`MujocoSetting.to_dict`), ``stage``, ``cases_passed``, ``cases_total``,
-    ``failed_case`` (the load case's value or None), ``error``, ``max_penetration_m`` (largest wall or floor
+    ``failed_case`` (the case's label or None), ``error``, ``max_penetration_m`` (largest wall or floor
     depth over the cases run [m]) and the cost over the cases run: ``wall_s_per_sim_s`` and
-    ``cpu_s_per_sim_s`` (seconds in ``step`` per simulated second).
+    ``cpu_s_per_sim_s`` (seconds in ``step`` per simulated second; None when nothing was simulated).
     """
     passed, depth, wall, cpu, simulated, failed, error = 0, 0.0, 0.0, 0.0, 0.0, None, None
     for case in cases:
@@ -143,10 +143,10 @@ def try_setting(setting: MujocoSetting, cases: Sequence, evaluate: Evaluate, sta
             failed, error = getattr(case, "value", str(case)), record["error"]
             break
         passed += 1
-    per_second = simulated if simulated > 0.0 else float("nan")
+    ran = simulated > 0.0
     return {"setting": setting.to_dict(), "stage": stage, "cases_passed": passed, "cases_total": len(cases),
             "failed_case": failed, "error": error, "max_penetration_m": depth,
-            "wall_s_per_sim_s": wall / per_second, "cpu_s_per_sim_s": cpu / per_second}
+            "wall_s_per_sim_s": wall / simulated if ran else None, "cpu_s_per_sim_s": cpu / simulated if ran else None}
 
 
 def row_meets_bound(row: dict, bound: float = PENETRATION_BOUND) -> bool:
@@ -222,6 +222,10 @@ def summary(rows: Sequence[dict], cases: Sequence, quick: bool, bound: float = P
     }
 
 
+def _cost(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
 def markdown(result: dict) -> str:
     """A markdown table of the sweep's rows in ``result["peer_sweep"]`` (the chosen one marked), or ""."""
     sweep_part = result.get("peer_sweep")
@@ -241,5 +245,5 @@ def markdown(result: dict) -> str:
             f"{s['solimp'][1]:g} | {s['cone']} | {s['impratio']:g} | {s['noslip_iterations']} | "
             f"{row['cases_passed']}/{row['cases_total']} | {row['failed_case'] or ''} | "
             f"{row['max_penetration_m'] * 1e6:.1f} | "
-            f"{row['wall_s_per_sim_s']:.3g} | {row['cpu_s_per_sim_s']:.3g} | {'yes' if s == chosen else ''} |")
+            f"{_cost(row['wall_s_per_sim_s'])} | {_cost(row['cpu_s_per_sim_s'])} | {'yes' if s == chosen else ''} |")
     return "\n".join(lines) + "\n"
