@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from contactkit.rotations.numba import product_rotvec
 from contactkit.rotations import quat_mul, quat_to_rotvec, rotvec_to_quat
+from contactkit.rotations.numba import product_rotvec
 
 
 def _unit(rng, n):
