@@ -17,13 +17,13 @@ from contextlib import contextmanager
 import mujoco
 import numpy as np
 
-UNTRUSTED_WARNINGS = (
+UNTRUSTED_WARNINGS = tuple(int(w) for w in (
     mujoco.mjtWarning.mjWARN_BADQACC,
     mujoco.mjtWarning.mjWARN_BADQPOS,
     mujoco.mjtWarning.mjWARN_BADQVEL,
     mujoco.mjtWarning.mjWARN_CONTACTFULL,
     mujoco.mjtWarning.mjWARN_CNSTRFULL,
-)
+))
 """MuJoCo warnings after which a step's state cannot be trusted (a reset, or dropped contacts/constraints)."""
 TIME_TOL_STEPS = 0.5
 """A sub-step whose time is off ``t0 + (k + 1)·timestep`` by more than this many time steps was reset."""
@@ -48,7 +48,7 @@ def captured_warnings() -> Iterator[list[str]]:
 def clear_warnings(data: mujoco.MjData) -> None:
     """Zero the counters of :data:`UNTRUSTED_WARNINGS` in ``data`` before a step."""
     for kind in UNTRUSTED_WARNINGS:
-        data.warning[int(kind)].number = 0
+        data.warning[kind].number = 0
 
 
 def divergence(data: mujoco.MjData, times: np.ndarray, t0: float, timestep: float, messages: list[str]) -> str | None:
@@ -62,8 +62,12 @@ def divergence(data: mujoco.MjData, times: np.ndarray, t0: float, timestep: floa
     Returns:
         a one-line description: the warnings (names and MuJoCo's message) and the first sub-step that was reset.
     """
-    names = [mujoco.mjtWarning(int(k)).name for k in UNTRUSTED_WARNINGS if data.warning[int(k)].number]
-    expected = t0 + timestep * np.arange(1, len(times) + 1)
+    warned = [k for k in UNTRUSTED_WARNINGS if data.warning[k].number]
+    n = len(times)
+    if not warned and abs(times[-1] - (t0 + n * timestep)) <= TIME_TOL_STEPS * timestep:  # the common case, fast
+        return None
+    names = [mujoco.mjtWarning(k).name for k in warned]
+    expected = t0 + timestep * np.arange(1, n + 1)
     reset = np.flatnonzero(np.abs(times - expected) > TIME_TOL_STEPS * timestep)
     if not names and not len(reset):
         return None
