@@ -9,6 +9,7 @@ unpickling is made to fail loudly here).
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 from collections.abc import Callable
@@ -136,6 +137,26 @@ def test_every_loader_accepts_the_controls_and_refuses_the_rest_in_one_line(path
             parse(_scene_text(path))
         assert _one_line(str(err.value)), name
     assert PICKLE_RAN not in capfd.readouterr().out
+
+
+def _malformed_scenes() -> list[str]:
+    d = json.loads(peg_in_hole("square", 1e-3).to_json())
+    return [json.dumps({**d, "tool": 5}), json.dumps({**d, "statics": 3}), json.dumps({**d, "controller": {"x": 1}}),
+            json.dumps({**d, "workspace_lo": "ab"}), json.dumps({**d, "tool": {**d["tool"], "mass": "heavy"}})]
+
+
+NOT_OBJECTS = ["[1]", "null", '"x"', "1e999", "[" * 100_000]
+"""JSON text that is no description at all (the last nests deeper than the parser's recursion limit)."""
+
+
+@pytest.mark.parametrize("text", NOT_OBJECTS + _malformed_scenes(), ids=lambda t: t[:12])
+@pytest.mark.parametrize("name", sorted(TEXT_PARSERS))
+def test_json_parsers_refuse_what_is_not_a_description(name, text):
+    if name == "DatasetMeta.from_json" and text.startswith("{"):
+        text = text.replace('"schema_version"', '"not_a_meta_key"')
+    with pytest.raises(ContactkitError) as err:
+        TEXT_PARSERS[name](text)
+    assert _one_line(str(err.value))
 
 
 @pytest.fixture(scope="module")

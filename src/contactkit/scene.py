@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contactkit.errors import InvalidInputError
+from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.geometry.part import Part
 from contactkit.model import ActionMode
 
@@ -321,7 +321,9 @@ class Scene:
 
     @staticmethod
     def from_dict(d: dict) -> Scene:
-        """Inverse of :meth:`to_dict`; a missing key is an InvalidInputError naming it."""
+        """Inverse of :meth:`to_dict`; a missing key or a malformed value is an InvalidInputError naming it."""
+        if not isinstance(d, dict):
+            raise InvalidInputError(f"scene description must be a JSON object, got {type(d).__name__}")
         try:
             if d.get("schema_version") != SCENE_SCHEMA_VERSION:
                 raise InvalidInputError(
@@ -357,13 +359,17 @@ class Scene:
             )
         except KeyError as exc:
             raise InvalidInputError(f"scene description lacks the key {exc}") from None
+        except ContactkitError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:  # a value of the wrong type or form
+            raise InvalidInputError(f"scene description is malformed ({type(exc).__name__}: {exc})") from None
 
     @staticmethod
     def from_json(text: str) -> Scene:
         """Parse a JSON string made by :meth:`to_json`."""
         try:
             return Scene.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise InvalidInputError(f"scene JSON is malformed: {exc}") from None
 
 

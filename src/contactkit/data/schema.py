@@ -168,7 +168,7 @@ class DatasetMeta:
         """Inverse of :meth:`to_json`."""
         try:
             d = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise InvalidInputError(f"meta JSON is malformed: {exc}") from None
         if not isinstance(d, dict):
             raise InvalidInputError("meta JSON must be an object")
