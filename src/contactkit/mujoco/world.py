@@ -43,6 +43,10 @@ class MujocoWorld:
         params: physics parameters (time step, sub-steps, contact softness, noise...).
         rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
 
+    Attributes:
+        limits: the command limits :meth:`step` enforces (:attr:`contactkit.scene.Scene.limits`).
+        steps: control steps taken since the last :meth:`reset` (the index an error of :meth:`step` names).
+
     Raises:
         InvalidInputError: F/T noise without ``rng``, or a ``params.timestep`` with which the scene's impedance
             controller cannot be stable (:func:`contactkit.control.stability.check_timestep`).
