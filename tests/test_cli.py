@@ -111,3 +111,18 @@ def test_an_error_message_is_one_line_of_plain_text(tmp_path):
     weird = tmp_path / "[/bold] x\nb"  # rich markup prints as it is, a line break as a space
     r = runner.invoke(app, ["info", str(weird)])
     assert r.exit_code == 2 and r.output == f"error: {weird}: no such dataset file\n".replace("x\nb", "x b")
+
+
+@pytest.mark.parametrize("argv", [["collect", "--out", "adir"], ["collect", "--out", "afile/d.h5"],
+                                  ["evaluate", "--model", "m", "--data", "d.h5", "--json", "adir"],
+                                  ["benchmark", "lml", "--quick", "--json", "adir"],
+                                  ["experiment", "placement", "--quick", "--plots", "afile"],
+                                  ["results", "--results-dir", "adir", "--out", "adir"], ["demo", "--out", "afile"]],
+                         ids=lambda a: f"{a[0]} {a[-2]}")
+def test_an_output_of_the_wrong_kind_is_refused_before_any_work(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "adir").mkdir()
+    r = runner.invoke(app, argv)
+    assert r.exit_code == 2 and r.output.startswith(f"error: {argv[-2]} '{argv[-1]}'"), r.output
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["adir", "afile"]

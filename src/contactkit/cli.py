@@ -53,6 +53,18 @@ def _progress() -> Progress:
     )
 
 
+def _check_outputs(*outputs: tuple[Path | None, str, bool]) -> None:
+    """Before any work: each ``(path, option, is_folder)`` output can be written there: no existing path of the
+    other kind, and its nearest existing parent is a folder (InvalidInputError naming the option)."""
+    for path, option, folder in outputs:
+        if path is not None and path.exists() and path.is_dir() != folder:
+            raise InvalidInputError(f"{option} '{path}' is an existing {'file' if folder else 'folder'}; "
+                                    f"{option} needs {'a folder' if folder else 'a file name'}")
+        above = next((p for p in path.parents if p.exists()), None) if path is not None else None
+        if above is not None and not above.is_dir():
+            raise InvalidInputError(f"{option} '{path}' cannot be created: '{above}' is a file")
+
+
 @app.command()
 def collect(
     out: Annotated[Path, typer.Option(help="output HDF5 file (resumed if it exists with the same settings)")],
@@ -79,6 +91,7 @@ def collect(
     from contactkit.physics import load_world
 
     try:
+        _check_outputs((out, "--out", False))
         spec = CollectSpec(
             task=task,
             shape=shape,
@@ -287,6 +300,7 @@ def evaluate(
 
     try:
         _check_device_and_checkpoint(device)
+        _check_outputs((json_path, "--json", False))
         label = model.name if model.is_dir() or not model.parent.name else model.parent.name
         predictors = [checkpoint_predictor(model, label, device)]
         if baseline != "none":
@@ -317,6 +331,7 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
 
     try:
         _check_device_and_checkpoint(device, (options or {}).get("checkpoint"))
+        _check_outputs((json_path, "--json", False), (plots, "--plots", True), (results_dir, "--results-dir", True))
         with console.status(f"{kind} {name}{' (quick)' if quick else ''} ..."):
             result = run_measurement(
                 kind,
@@ -406,6 +421,7 @@ def results(
         out = out or default_results_page()
         if not results_dir.is_dir():
             raise InvalidInputError(f"--results-dir '{results_dir}' is not a folder")
+        _check_outputs((out, "--out", False))
         tables = refresh_tables(results_dir)
         out.write_text(render_results(results_dir))
     except ContactkitError as exc:
@@ -419,6 +435,7 @@ def demo(out: Path = Path("out/demo"), seed: int = 0) -> None:
     from contactkit.demo import run_demo
 
     try:
+        _check_outputs((out, "--out", True))
         run_demo(out, seed, log=console.print)
     except ContactkitError as exc:
         _fail(exc)
