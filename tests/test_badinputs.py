@@ -9,6 +9,7 @@ unpickling is made to fail loudly here).
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 import shutil
@@ -19,6 +20,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+import contactkit
 from contactkit.cli import app
 from contactkit.data import DatasetWriter, import_log, load_log, open_dataset
 from contactkit.data.collect import CollectSpec, dataset_meta
@@ -219,3 +221,19 @@ def test_the_copies_are_the_catalog():
     assert sorted(p.name for p in shared) == sorted(FILES + MESHES)
     for p in shared:
         assert (DATA / p.parent.name / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+UNPICKLERS = {"pickle", "cPickle", "dill", "joblib", "torch.load", "np.load", "numpy.load", "shelve"}
+"""Modules and calls that unpickle (``np.load`` does with ``allow_pickle=True``)."""
+
+
+def test_no_source_module_can_unpickle():
+    """Beside the sweep, a static check: nothing under src/ imports an unpickler or calls one."""
+    found = []
+    for path in Path(contactkit.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [ast.unparse(node.func)] if isinstance(node, ast.Call) else []
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in UNPICKLERS or n in UNPICKLERS]
+    assert found == []
