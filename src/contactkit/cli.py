@@ -176,8 +176,9 @@ def plot(
         target = figure_path(out)
         with open_dataset(path) as ds:
             if not 0 <= episode < len(ds):
-                raise InvalidInputError(f"--episode {episode} is out of range: {path} holds {len(ds)} episode(s), "
-                                        f"numbered 0 .. {len(ds) - 1}")
+                numbered = f", numbered 0 .. {len(ds) - 1}" if len(ds) else ""
+                raise InvalidInputError(f"--episode {episode} is out of range: {path} holds {len(ds)} episode(s)"
+                                        f"{numbered}")
             ep = ds.episode(episode)
             name = json.loads(ds.meta.scene).get("name", "")
         written = plot_episode(ep, target, title=f"{name} — episode {episode}")
