@@ -1,9 +1,9 @@
 """The engine's numba kernels against the reference code they stand in for (differential tests).
 
 Node contacts against COAL (:mod:`contactkit.collision`), the matrix-free solvers against
-:class:`~contactkit.engine.solvers.BoxPGS` / :class:`~contactkit.engine.solvers.ConeSOR` and
-:func:`~contactkit.engine.solvers.solve_single_contact`, the impedance target and law against
-:mod:`contactkit.control.impedance`, the F/T reading against :func:`contactkit.engine.problem.contact_wrench`;
+:class:`~contactkit.engine.reference.solvers.BoxPGS` / :class:`~contactkit.engine.reference.solvers.ConeSOR` and
+:func:`~contactkit.engine.reference.solvers.solve_single_contact`, the impedance target and law against
+:mod:`contactkit.control.impedance`, the F/T reading against :func:`contactkit.engine.reference.problem.contact_wrench`;
 plus canonical order and the reduction rule."""
 
 import numpy as np

@@ -1,9 +1,9 @@
 """The contact set the collision layer hands to every solver: ``K`` point contacts, world frame.
 
-:class:`Contacts` is the shared vocabulary between collision detection (:mod:`contactkit.collision`)
-and the contact problem (:mod:`contactkit.engine.problem`): points, normals from the environment into the
-tool, signed distances and friction. :func:`contact_frames` builds the right-handed ``[n; t1; t2]`` frames
-all solvers share.
+:class:`Contacts` is the shared vocabulary between collision detection (:mod:`contactkit.collision`) and the
+contact problem (:mod:`contactkit.engine.reference.problem`; the engine kernels hold the same columns in their
+contact rows, :mod:`contactkit.engine.layout`): points, normals from the environment into the tool, signed
+distances and friction. :func:`contact_frames` builds the right-handed ``[n; t1; t2]`` frames all solvers share.
 """
 
 from __future__ import annotations

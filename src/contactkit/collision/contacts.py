@@ -1,7 +1,7 @@
 """Contacts between the tool and the static environment, per pair of convex pieces, through COAL.
 
 One query (:func:`contacts`) takes the tool pose and a margin and returns every contact point within
-the margin, in the :class:`contactkit.engine.problem.Contacts` form the engine's contact problem reads
+the margin, in the :class:`contactkit.collision.Contacts` form the engine's contact problem reads
 (tight-tolerance paper §II: contact nodes ``x_i`` with normals ``n_i`` and signed distances ``d_i``,
 the inputs of eqs 1–3). The pipeline per query:
 
@@ -262,7 +262,7 @@ def labelled_contacts(world: CollisionWorld, pos, quat, margin: float) -> Labell
 
 
 def contacts(world: CollisionWorld, pos, quat, margin: float) -> Contacts:
-    """The contacts of :func:`labelled_contacts` in the engine's form (``contactkit.engine.problem.Contacts``).
+    """The contacts of :func:`labelled_contacts` in the engine's form (:class:`contactkit.collision.Contacts`).
 
     Args:
         world: the scene's collision world. pos: ``(3,)`` [m], quat: ``(4,)`` (w, x, y, z): tool pose in

@@ -39,14 +39,24 @@ from contactkit.engine._kernels_step import (
     Settings,
     advance,
 )
-from contactkit.engine.layout import STATE_COM, STATE_QUAT
+from contactkit.engine.layout import (
+    NORMAL_COLS,
+    POINT_COLS,
+    ROW_DISTANCE,
+    ROW_FRICTION,
+    ROW_WIDTH,
+    STATE_COM,
+    STATE_OMEGA,
+    STATE_QUAT,
+    STATE_SIZE,
+    STATE_VEL,
+)
 from contactkit.engine.params import EngineParams, Integrator, SolverKind
 from contactkit.engine.sensing import add_sensor_errors
 from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, StepResult
 from contactkit.physics import WorldParams
-from contactkit.rotations import cross as cross3
-from contactkit.rotations import quat_to_mat
+from contactkit.rotations import cross, quat_to_mat
 from contactkit.rotations.numba import quat_to_mat as quat_to_mat_nb
 from contactkit.scene import Scene
 from contactkit.state import BodyState
@@ -101,7 +111,7 @@ def _buffers(geometry, max_contacts: int) -> Buffers:
     return Buffers(
         cache_tool=np.full((len(geometry.tool_verts), len(geometry.env.info)), -1, np.int64),
         cache_env=np.full((len(geometry.env_verts), len(geometry.tool.info)), -1, np.int64),
-        raw=np.zeros((raw_capacity(geometry), 9)), contacts=np.zeros((k, 9)), impulses=np.zeros((k, 3)),
+        raw=np.zeros((raw_capacity(geometry), ROW_WIDTH)), contacts=np.zeros((k, ROW_WIDTH)), impulses=np.zeros((k, 3)),
         frames=np.zeros((k, 3, 3)), jac=np.zeros((k, 3, 6)), m_inv_jt=np.zeros((k, 3, 6)),
         blocks=np.zeros((k, 3, 3)), bias=np.zeros(k), mu=np.zeros(k), prev_keys=np.zeros(k),
         prev_impulses=np.zeros((k, 3)), counts=np.zeros(2, np.int64), stats=np.zeros(len(STATS) + 1),
@@ -160,7 +170,7 @@ class EngineWorld:
             command=np.zeros(6),
         )
         self._buffers = _buffers(self.geometry, self.engine.max_contacts)
-        self._state = np.zeros(13)
+        self._state = np.zeros(STATE_SIZE)
         self._reading, self._applied = np.zeros(6), np.zeros(6)
         self.reset()
 
@@ -193,10 +203,10 @@ class EngineWorld:
             )
         com_offset = rot @ self.scene.tool.com
         omega = np.asarray(state.ang_vel, dtype=np.float64)
-        self._state[0:3] = np.asarray(state.pos, dtype=np.float64) + com_offset
-        self._state[3:7] = quat
-        self._state[7:10] = np.asarray(state.lin_vel, dtype=np.float64) + cross3(omega, com_offset)
-        self._state[10:13] = rot.T @ omega
+        self._state[STATE_COM] = np.asarray(state.pos, dtype=np.float64) + com_offset
+        self._state[STATE_QUAT] = quat
+        self._state[STATE_VEL] = np.asarray(state.lin_vel, dtype=np.float64) + cross(omega, com_offset)
+        self._state[STATE_OMEGA] = rot.T @ omega
         self._buffers.counts[:] = 0
 
     def _min_distance(self, rot: np.ndarray, pos: np.ndarray) -> float:
@@ -205,7 +215,7 @@ class EngineWorld:
         com = pos + rot @ self.scene.tool.com
         k = node_contacts(self.geometry, rot, pos, np.zeros((2, 6)), com, 0.0, 0.0, 0.0, b.cache_tool, b.cache_env,
                           b.raw)
-        return float(b.raw[:k, 0].min()) if k else math.inf
+        return float(b.raw[:k, ROW_DISTANCE].min()) if k else math.inf
 
     def state(self) -> BodyState:
         """Current tool state (world frame; the origin's velocity and the world angular velocity)."""
@@ -290,10 +300,10 @@ class EngineWorld:
 
     def contacts(self) -> tuple[Contacts, np.ndarray]:
         """The last engine step's contacts (engine form, at the start of that step) and their impulses
-        ``(K, 3)`` [N·s] in the contact frames ``[n; t1; t2]`` of :func:`contactkit.engine.problem.contact_frames`."""
+        ``(K, 3)`` [N·s] in the contact frames ``[n; t1; t2]`` of :func:`contactkit.collision.contact_frames`."""
         b = self._buffers
         k = int(b.counts[1])
         rows = b.contacts[:k]
-        contacts = Contacts(rows[:, 4:7].copy(), rows[:, 1:4].copy(), rows[:, 0].copy(),
-                            rows[:, 7] * self.params.friction_scale)
+        contacts = Contacts(rows[:, POINT_COLS].copy(), rows[:, NORMAL_COLS].copy(), rows[:, ROW_DISTANCE].copy(),
+                            rows[:, ROW_FRICTION] * self.params.friction_scale)
         return contacts, b.impulses[:k].copy()
