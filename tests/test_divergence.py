@@ -88,3 +88,25 @@ def test_a_time_step_the_controller_cannot_survive_is_refused_by_both_worlds(wor
         world_type(peg_in_hole("hexagon", 1e-3), WorldParams(timestep=0.5))
     for preset in ("nominal", "target"):
         world_type(peg_in_hole("hexagon", 1e-3), load_world(preset), rng=np.random.default_rng(0))
+
+
+def test_the_batched_mujoco_model_raises_instead_of_returning_reset_states(tmp_path, monkeypatch, capfd):
+    """The planner's MuJoCo (MujocoContactModel) meets the same reset: it names the batch element that was reset,
+    returns nothing for the batch, prints nothing and writes no file; a sane batch still steps afterwards."""
+    from contactkit.mujoco.model import MujocoContactModel
+    from contactkit.state import BodyState
+
+    monkeypatch.chdir(tmp_path)
+    scene = lifted_scene()
+    model = MujocoContactModel(scene, action_mode=ActionMode.WRENCH)
+    rest = BodyState.at_rest(scene.tool.init_pos, scene.tool.init_quat)
+    history = BodyState(*(np.repeat(np.asarray(a)[None, None], 3, axis=0) for a in
+                          (rest.pos, rest.quat, rest.lin_vel, rest.ang_vel)))
+    actions = np.stack([np.zeros(6), push(1e12), np.zeros(6)])
+    with pytest.raises(SimulationDiverged, match=r"batch elements \[1\] were reset.*QACC"):
+        model.step(history, actions)
+    assert list(tmp_path.iterdir()) == []
+    assert capfd.readouterr() == ("", "")
+    assert mujoco.get_mju_user_warning() is None
+    states, _ = model.step(history, np.zeros((3, 6)))
+    assert np.all(np.isfinite(states.pos))

@@ -11,8 +11,9 @@ import numpy as np
 from mujoco import rollout
 
 from contactkit.control.impedance import pose_target
-from contactkit.errors import InvalidInputError
+from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.model import ActionMode
+from contactkit.mujoco.diverged import TIME_TOL_STEPS, UNTRUSTED_WARNINGS, captured_warnings, clear_warnings
 from contactkit.mujoco.substeps import summarise_substeps
 from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld
 from contactkit.physics import WorldParams
@@ -57,10 +58,30 @@ class MujocoContactModel:
         m, n, b = self.world.model, self.params.n_substeps, init.shape[0]
         states = np.empty((b, n, init.shape[1]))
         sensors = np.empty((b, n, m.nsensordata))
-        self._rollout.rollout([m] * b, self._datas, init, np.repeat(ctrl[:, None], n, axis=1),
-                              control_spec=int(CONTROL_SPEC), nstep=n, skip_checks=True, state=states,
-                              sensordata=sensors)
+        for data in self._datas:
+            clear_warnings(data)
+        with captured_warnings() as messages:
+            self._rollout.rollout([m] * b, self._datas, init, np.repeat(ctrl[:, None], n, axis=1),
+                                  control_spec=int(CONTROL_SPEC), nstep=n, skip_checks=True, state=states,
+                                  sensordata=sensors)
+        self._check(states, init[:, 0], messages)
         return self._outputs(states, sensors, batch)
+
+    def _check(self, states: np.ndarray, t0: np.ndarray, messages: list[str]) -> None:
+        """Raise :class:`SimulationDiverged` when a batch element was reset by MuJoCo (its sub-step times jump) or
+        a warning of :data:`~contactkit.mujoco.diverged.UNTRUSTED_WARNINGS` was raised; the batch's outputs are
+        then not returned. ``states`` ``(b, n, nstate)``, ``t0`` ``(b,)`` [s]; nothing is printed or logged."""
+        warned = sorted({mujoco.mjtWarning(k).name for data in self._datas for k in UNTRUSTED_WARNINGS
+                         if data.warning[k].number})
+        dt = self.world.model.opt.timestep
+        expected = t0[:, None] + dt * np.arange(1, states.shape[1] + 1)
+        reset = np.flatnonzero(np.any(np.abs(states[:, :, 0] - expected) > TIME_TOL_STEPS * dt, axis=1))
+        if len(reset) or warned:
+            where = f"batch elements {reset[:8].tolist()}{' …' if len(reset) > 8 else ''} were reset" if len(reset) \
+                else "the batch"
+            text = "; ".join(dict.fromkeys(m.split(" Time =")[0].strip() for m in messages))
+            raise SimulationDiverged(f"MujocoContactModel.step: {where} ({', '.join(warned) or 'MuJoCo reset it'}"
+                                     f"{': ' + text if text else ''}); no result is returned for this batch")
 
     def _inputs(self, flat: BodyState, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Initial physics states ``(b, nstate)`` and per-element controls ``(b, ncontrol)``, vectorised.
