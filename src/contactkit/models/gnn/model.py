@@ -6,7 +6,8 @@
   every node from ``[node, sums...]``; inputs are added to outputs (residual). A face edge is updated
   from its latent and its six nodes and split into three messages, one per receiver vertex (eq. 17).
   One block per edge type (:class:`EdgeBlock`, :class:`FaceBlock`, keyed by :class:`EdgeType`) and per
-  node type (:class:`NodeBlock`, keyed by :class:`NodeType`); scatter-sums are ``index_add_``.
+  node type (:class:`NodeBlock`, keyed by :class:`NodeType`); scatter-sums are ``index_add_``. A PyG port
+  of this step (``benchmarks/gnn_pyg_vs_scatter.py``) computed the same bits no faster, so PyG is not used.
 * Decoders: vertex accelerations from mesh latents (eq. 5); F/T from the tool mesh→world edges averaged
   over tool vertices (eqs. 6–7) for Act-FIGNet, or from the tool object→mesh edges for FIGNet+.
 
