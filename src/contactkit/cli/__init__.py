@@ -1,0 +1,8 @@
+"""The ``contactkit`` command: collect, inspect, plot, train, evaluate, benchmark, run experiments, regenerate
+results, run the demo. One module per group of commands; importing them registers the commands on :data:`app`
+in the order ``contactkit --help`` lists them."""
+
+from contactkit.cli import data, learn, measure  # noqa: F401  (registers the commands)
+from contactkit.cli._app import app
+
+__all__ = ["app"]

@@ -1,0 +1,5 @@
+"""``python -m contactkit.cli``: the ``contactkit`` command."""
+
+from contactkit.cli import app
+
+app()

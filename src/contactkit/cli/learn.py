@@ -1,0 +1,152 @@
+"""``contactkit train`` and ``evaluate``: train Act-FIGNet / FIGNet+ and measure prediction accuracy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from contactkit.cli._app import app, check_device_and_checkpoint, check_outputs, console, fail, progress
+from contactkit.errors import ContactkitError, InvalidInputError
+
+MODEL_VARIANTS = {"act-fignet": "act_fignet", "fignet-plus": "fignet_plus"}
+"""``contactkit train --model`` names → :class:`contactkit.models.gnn.ModelVariant` values."""
+VAL_FRACTION = 0.1
+"""Episodes held out for validation when ``contactkit train`` is given no ``--val`` file."""
+
+
+def _train_sets(data: list[Path], val: list[Path] | None, seed: int):
+    """Training and validation :class:`~contactkit.data.training.TrainingData` (a split when no ``--val``)."""
+    from contactkit.data.reader import open_dataset
+    from contactkit.data.training import training_data
+    from contactkit.data.windows import split_by_episode
+
+    if val:
+        return training_data(data), training_data(val)
+    n = 0
+    for path in data:
+        with open_dataset(path) as ds:
+            n += len(ds)
+    train_idx, val_idx = split_by_episode(n, VAL_FRACTION, np.random.default_rng(seed))
+    return training_data(data, episodes=train_idx), training_data(data, episodes=val_idx)
+
+
+def _val_text(p) -> str:
+    v = p.val
+    return (f"step {p.step}: train loss {p.train_loss:.3g}, lr {p.lr:.1e} | validation: one-step position "
+            f"{v['pos_rmse'] * 1e3:.3f} mm, force {v['force_err']:.3f} N, torque {v['torque_err']:.4f} N·m")
+
+
+@app.command()
+def train(
+    data: Annotated[list[Path], typer.Option(help="training HDF5 file(s); repeat --data for several")],
+    out: Annotated[Path, typer.Option(help="output folder for checkpoints (resumed if it holds a run)")],
+    val: Annotated[list[Path] | None, typer.Option(
+        help="validation HDF5 file(s); repeat --val for several (default: 10 % of the episodes)")] = None,
+    model: Annotated[str, typer.Option(help="act-fignet | fignet-plus")] = "act-fignet",
+    config: Annotated[str, typer.Option(help="preset: small (2 CPUs, < 30 min) | paper (Table II)")] = "small",
+    steps: Annotated[int | None, typer.Option(help="optimisation steps (default: the preset's)")] = None,
+    device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
+    threads: Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for these small graphs)")] = 1,
+    seed: int = 0,
+    resume: Annotated[bool, typer.Option(help="continue from OUT/last.safetensors if present")] = True,
+    collision_radius: Annotated[float | None, typer.Option(
+        help="face-interaction radius in metres (paper App. Table III compares 0.001 and 0.01; default 0.01)")] = None,
+) -> None:
+    """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation."""
+    import dataclasses
+
+    import torch
+
+    from contactkit.models.gnn import ModelVariant, TrainConfig
+    from contactkit.models.gnn import train as run_train
+    from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
+
+    try:  # every argument is checked before any data is read (--out, a checkpoint to resume included)
+        check_device_and_checkpoint(device)
+        if model not in MODEL_VARIANTS:
+            raise InvalidInputError(f"unknown model {model!r}; choose one of {sorted(MODEL_VARIANTS)}")
+        if threads < 1:
+            raise InvalidInputError(f"--threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+        cfg = TrainConfig.preset(config, seed=seed, **({"num_steps": steps} if steps is not None else {}))
+        graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
+                                    **({"collision_radius": collision_radius} if collision_radius is not None else {}))
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
+        last = check_out_dir(out) / LAST_CHECKPOINT
+        if resume and last.exists():
+            check_device_and_checkpoint(device, last)
+        train_set, val_set = _train_sets(data, val, seed)
+        console.print(f"{model} ({config}): {len(train_set.windows)} training and {len(val_set.windows)} "
+                      f"validation windows, {len(train_set.scenes)} scene(s), {cfg.num_steps} steps on {device}")
+        with progress() as bar:
+            job = bar.add_task(f"train {model}", total=cfg.num_steps)
+
+            def report(p) -> None:
+                bar.update(job, completed=p.step)
+                if p.val is not None:
+                    bar.console.print(_val_text(p), highlight=False)
+
+            result = run_train(cfg, train_set.windows, val_set.windows, out, device, report,
+                               scene=train_set.scenes, step=train_set.step, resume=resume)
+    except ContactkitError as exc:
+        fail(exc)
+    history = [{"step": s, **v} for s, v in result.val_history]
+    (out / "val_history.json").write_text(json.dumps(history, indent=1) + "\n")
+    console.print(f"done at step {result.step}: best {result.best_checkpoint}, last {result.last_checkpoint}")
+
+
+@app.command()
+def evaluate(
+    model: Annotated[Path, typer.Option(help="training folder (best, else last checkpoint) or checkpoint file")],
+    data: Annotated[Path, typer.Option(help="test HDF5 file")],
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the rows to this JSON file")] = None,
+    baseline: Annotated[
+        str, typer.Option(help="MuJoCo world replaying the same commands: nominal, target, a JSON file, or none")
+    ] = "nominal",
+    horizon: Annotated[int, typer.Option(help="rollout steps T")] = 100,
+    segments: Annotated[int, typer.Option(help="rollout segments drawn from the data")] = 64,
+    transitions: Annotated[int, typer.Option(help="transitions for the one-step F/T error")] = 2000,
+    device: str = "cpu",
+    seed: int = 0,
+) -> None:
+    """Rollout RMSE (position, orientation; absolute and relative) and one-step F/T error on a dataset."""
+    from contactkit.eval.predict_eval import (
+        EvalConfig,
+        checkpoint_predictor,
+        evaluate_predictors,
+        load_recorded,
+        mujoco_predictor,
+        report_row,
+    )
+    from contactkit.physics import load_world
+
+    try:
+        check_device_and_checkpoint(device)
+        check_outputs((json_path, "--json", False))
+        label = model.name if model.is_dir() or not model.parent.name else model.parent.name
+        predictors = [checkpoint_predictor(model, label, device)]
+        if baseline != "none":
+            predictors.append(mujoco_predictor(load_world(baseline), f"mujoco-{Path(baseline).stem}"))
+        recorded = load_recorded(data)
+        cfg = EvalConfig(horizon=horizon, max_segments=segments, max_transitions=transitions)
+        with console.status(f"evaluating on {data} ..."):
+            reports = evaluate_predictors(predictors, recorded, cfg, np.random.default_rng(seed))
+    except ContactkitError as exc:
+        fail(exc)
+    rows = [report_row(name, recorded.policy, r) for name, r in reports.items()]
+    table = Table(title=f"{data} ({recorded.policy}), T = {horizon}")
+    for col in ("model", "pos RMSE [mm]", "rel", "rot RMSE [deg]", "rel", "force [N]", "torque [N·m]"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["model"], f"{r['rmse_pos_mm']:.3f}", f"{r['rel_pos']:.3f}", f"{r['rmse_rot_deg']:.3f}",
+                      f"{r['rel_rot']:.3f}", f"{r['force_err_N']:.3f}", f"{r['torque_err_Nm']:.4f}")
+    console.print(table)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps({"data": str(data), "model": str(model), "rows": rows}, indent=2) + "\n")
+        console.print(f"wrote {json_path}")

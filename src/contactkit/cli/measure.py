@@ -1,0 +1,129 @@
+"""``contactkit benchmark``, ``experiment``, ``results`` and ``demo``: measurements and the main story."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contactkit.cli._app import app, check_device_and_checkpoint, check_outputs, console, fail
+from contactkit.errors import ContactkitError, InvalidInputError
+
+
+def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
+             plots: Path | None = None, options: dict | None = None, results_dir: Path | None = None) -> None:
+    from contactkit.eval.harness import markdown_of, run_measurement
+
+    try:
+        check_device_and_checkpoint(device, (options or {}).get("checkpoint"))
+        check_outputs((json_path, "--json", False), (plots, "--plots", True), (results_dir, "--results-dir", True))
+        with console.status(f"{kind} {name}{' (quick)' if quick else ''} ..."):
+            result = run_measurement(
+                kind,
+                name,
+                quick=quick,
+                seed=seed,
+                device=device,
+                json_path=str(json_path) if json_path else None,
+                plots=str(plots) if plots else None,
+                options=options,
+                results_dir=results_dir,
+                argv=sys.argv,
+            )
+    except ContactkitError as exc:
+        fail(exc)
+    shown = {k: v for k, v in result.items() if k not in ("provenance", "stored")}
+    console.print_json(json.dumps(shown, default=str))
+    table = markdown_of(result)
+    if table is not None:
+        console.print(table, markup=False, highlight=False, soft_wrap=True)
+    reasons = result["provenance"]["not_stored"]
+    console.print(f"stored {result['stored']}" if "stored" in result else
+                  f"not stored in docs/results ({', '.join(reasons)})", markup=False, highlight=False)
+
+
+RESULTS_DIR_HELP = ("where an unrestricted full run is stored (default: docs/results of the source checkout "
+                    "contactkit runs from)")
+
+
+@app.command()
+def benchmark(
+    name: str,
+    quick: bool = False,
+    json_path: Annotated[Path | None, typer.Option("--json")] = None,
+    seed: int = 0,
+    device: str = "cpu",
+    checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
+    results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
+) -> None:
+    """Run a speed benchmark (unrestricted full runs are stored in docs/results/NAME.json)."""
+    _measure("benchmark", name, quick, json_path, seed, device,
+             options={"checkpoint": str(checkpoint) if checkpoint else None}, results_dir=results_dir)
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as a tuple of names (None when not given)."""
+    return tuple(m.strip() for m in text.split(",")) if text else None
+
+
+@app.command()
+def experiment(
+    name: str,
+    quick: bool = False,
+    json_path: Annotated[Path | None, typer.Option("--json")] = None,
+    seed: int = 0,
+    device: str = "cpu",
+    plots: Annotated[Path | None, typer.Option(help="folder for the experiment's figures")] = None,
+    models: Annotated[
+        str | None, typer.Option(help="mpc-insertion, pf-tracking: comma-separated models (default: all)")
+    ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="mpc-insertion, pf-tracking: the Act-FIGNet checkpoint")
+    ] = None,
+    episodes: Annotated[int | None, typer.Option(
+        help="mpc-insertion: episodes per pairing (a partial run: written to --json only)")] = None,
+    pairings: Annotated[str | None, typer.Option(
+        help="mpc-insertion: comma-separated pairings (a partial run: written to --json only)")] = None,
+    results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
+) -> None:
+    """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
+    options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
+               "episodes": episodes, "pairings": _names(pairings)}
+    _measure("experiment", name, quick, json_path, seed, device, plots, options, results_dir)
+
+
+@app.command()
+def results(
+    results_dir: Annotated[Path | None, typer.Option(help="default: docs/results of the source checkout")] = None,
+    out: Annotated[Path | None, typer.Option(help="default: docs/RESULTS.md of the source checkout")] = None,
+) -> None:
+    """Regenerate docs/RESULTS.md (and each measurement's own NAME.md table) from the stored full-run JSON files."""
+    from contactkit.eval.results import default_results_page, refresh_tables, render_results
+    from contactkit.eval.store import default_results_dir
+
+    try:
+        results_dir = results_dir or default_results_dir()
+        out = out or default_results_page()
+        if not results_dir.is_dir():
+            raise InvalidInputError(f"--results-dir '{results_dir}' is not a folder")
+        check_outputs((out, "--out", False))
+        tables = refresh_tables(results_dir)
+        out.write_text(render_results(results_dir))
+    except ContactkitError as exc:
+        fail(exc)
+    console.print(f"wrote {out} and {len(tables)} table(s) in {results_dir}")
+
+
+@app.command()
+def demo(out: Path = Path("out/demo"), seed: int = 0) -> None:
+    """The main story end to end on CPU: touch, insert, report (out/demo/index.html)."""
+    from contactkit.demo import run_demo
+
+    try:
+        check_outputs((out, "--out", True))
+        run_demo(out, seed, log=console.print)
+    except ContactkitError as exc:
+        fail(exc)
