@@ -21,7 +21,7 @@ TANGENT_PARALLEL_TOL = 1e-6
 """Smallest accepted ``|t - (t·n)n|`` for a user-supplied tangent of unit length."""
 
 
-def _finite(name: str, value, shape: tuple) -> np.ndarray:
+def finite_array(name: str, value, shape: tuple) -> np.ndarray:
     """``value`` as a read-only float64 array of ``shape``; InvalidInputError on a wrong shape or NaN/Inf."""
     arr = np.array(value, dtype=np.float64)
     if arr.shape != shape:
@@ -60,21 +60,21 @@ class Contacts:
         if points.ndim != 2 or points.shape[1] != 3:
             raise InvalidInputError(f"contacts.points must have shape (K, 3), got {points.shape}")
         k = points.shape[0]
-        object.__setattr__(self, "points", _finite("contacts.points", points, (k, 3)))
-        normals = _finite("contacts.normals", self.normals, (k, 3))
+        object.__setattr__(self, "points", finite_array("contacts.points", points, (k, 3)))
+        normals = finite_array("contacts.normals", self.normals, (k, 3))
         norms = np.linalg.norm(normals, axis=1)
         if k and np.any(np.abs(norms - 1.0) > NORMAL_UNIT_TOL):
             raise InvalidInputError(
                 f"contacts.normals must be unit vectors (|n| in {norms.min():.6g}..{norms.max():.6g})"
             )
         object.__setattr__(self, "normals", normals)
-        object.__setattr__(self, "distances", _finite("contacts.distances", self.distances, (k,)))
-        mu = _finite("contacts.friction", self.friction, (k,))
+        object.__setattr__(self, "distances", finite_array("contacts.distances", self.distances, (k,)))
+        mu = finite_array("contacts.friction", self.friction, (k,))
         if np.any(mu < 0.0):
             raise InvalidInputError("contacts.friction must be >= 0")
         object.__setattr__(self, "friction", mu)
         if self.tangents is not None:
-            object.__setattr__(self, "tangents", _finite("contacts.tangents", self.tangents, (k, 3)))
+            object.__setattr__(self, "tangents", finite_array("contacts.tangents", self.tangents, (k, 3)))
             contact_frames(normals, self.tangents)  # checks that no tangent is parallel to its normal
 
     @property

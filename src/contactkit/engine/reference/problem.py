@@ -23,22 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from contactkit.collision.contact_set import NORMAL_UNIT_TOL, Contacts, contact_frames
+from contactkit.collision.contact_set import finite_array as _finite
 from contactkit.engine.reference.body import RigidBody, com_position, inverse_mass_matrix, rotation, single_state
 from contactkit.errors import InvalidInputError
 from contactkit.state import BodyState
 
 INV_MASS_SYMMETRY_TOL = 1e-9
 """Largest accepted ``|M⁻¹ - M⁻ᵀ|`` relative to ``|M⁻¹|`` in :func:`build_problem_general`."""
-
-
-def _finite(name: str, value, shape: tuple) -> np.ndarray:
-    arr = np.array(value, dtype=np.float64)
-    if arr.shape != shape:
-        raise InvalidInputError(f"{name} must have shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidInputError(f"{name} contains NaN or Inf")
-    arr.flags.writeable = False
-    return arr
 
 
 def _check_dt(dt: float) -> float:
