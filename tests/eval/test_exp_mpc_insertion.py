@@ -52,9 +52,11 @@ def test_a_missing_checkpoint_is_reported_with_its_path(tmp_path, monkeypatch):
     with pytest.raises(exp.ModelUnavailable, match="absent.safetensors"):
         exp.MODEL_FACTORIES["act-fignet"](scene, None, replace(TINY, checkpoint=str(tmp_path / "absent.safetensors")),
                                           "cpu")
-    monkeypatch.setattr(exp, "ACT_FIGNET_CHECKPOINTS", (tmp_path / "a.safetensors", tmp_path / "b.safetensors"))
-    with pytest.raises(exp.ModelUnavailable, match="b.safetensors"):
-        exp.MODEL_FACTORIES["act-fignet"](scene, None, TINY, "cpu")
+    monkeypatch.chdir(tmp_path)  # a checkpoint at contactkit train's default output is not picked up
+    (tmp_path / "runs" / "act-fignet").mkdir(parents=True)
+    (tmp_path / "runs" / "act-fignet" / "best.safetensors").write_bytes(b"")
+    with pytest.raises(exp.ModelUnavailable, match="no --checkpoint given"):
+        exp.MODEL_FACTORIES["act-fignet"](scene, None, replace(TINY, checkpoint=None), "cpu")
 
 
 def test_an_unusable_checkpoint_is_reported_not_raised(tmp_path):

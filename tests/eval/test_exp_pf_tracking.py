@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from contactkit.errors import InvalidInputError
-from contactkit.eval import exp_mpc_insertion, exp_pf_tracking
+from contactkit.eval import exp_pf_tracking
 from contactkit.eval.exp_pf_tracking import TrackingBudget
 
 
 def test_tiny_run_reports_three_configurations(tmp_path, monkeypatch):
-    monkeypatch.setattr(exp_mpc_insertion, "ACT_FIGNET_CHECKPOINTS", (tmp_path / "absent.safetensors",))
     budget = TrackingBudget(episodes=1, steps=20, calibration_episodes=1)
     result = exp_pf_tracking.run(quick=True, seed=0, plots=tmp_path, budget=budget)
     json.dumps(result)

@@ -4,10 +4,11 @@ Act-FIGNet paper §IV-A and Table IV: the agent replans every 5 control steps wi
 iterations, i.e. 250 batched model steps of 20 sequences per replan; the issue's goal for the learned model is
 ≤ 1 s on CPU. ``contactkit experiment mpc-insertion`` reports replan times only for the models whose episodes it
 runs; this benchmark times every model that can be built (:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`,
-Act-FIGNet from ``--checkpoint`` or the default places) from the same states, including a learned model whose full
-episodes would take hours on CPU. A checkpoint comes from ``contactkit train --model act-fignet --out
-runs/act-fignet ...`` on target-world data, or from ``contactkit experiment prediction-accuracy``; the replan time
-depends on the model's size and on how many contact edges its rollouts build, on its training only through those.
+Act-FIGNet only from ``--checkpoint``) from the same states, including a learned model whose full episodes would
+take hours on CPU. A checkpoint comes from ``contactkit train --model act-fignet ...`` on target-world data (the
+committed one: ``models/act-fignet-hexagon-target/``), or from ``contactkit experiment prediction-accuracy``; the
+replan time depends on the model's size and on how many contact edges its rollouts build, on its training only
+through those.
 
 Per pairing the ground-truth agent runs the pairing's first mpc-insertion episode with the experiment's sampling
 stream (the reference episode); every model then plans once, from a fresh sampling distribution, at ``points``

@@ -32,7 +32,6 @@ from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsert
 from contactkit.tasks.reward import SUCCESS_RADIUS_M, goal_reward
 
 __all__ = [
-    "ACT_FIGNET_CHECKPOINTS",
     "FULL_BUDGET",
     "MODEL_FACTORIES",
     "PLANNING_ENGINE",
@@ -50,11 +49,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-
-ACT_FIGNET_CHECKPOINTS = (Path("runs/act-fignet/best.safetensors"),
-                          Path("runs/prediction-accuracy/seed0/act-fignet/best.safetensors"))
-"""Where the experiment looks for a trained Act-FIGNet when no checkpoint is given, first found wins (relative
-to the cwd): ``contactkit train``'s default output, then the full prediction-accuracy run's."""
 
 PLANNING_ENGINE = EngineParams(max_step=5e-3, max_iterations=20, max_contacts=24, max_initial_penetration=5e-3)
 """Engine settings of the "engine" planning model: 5 ms engine steps (10 per 50 ms control step), at most 20
@@ -75,7 +69,7 @@ class InsertionBudget:
         max_steps: control steps per episode (Act-FIGNet paper: 150).
         horizon, population, iterations, replan_every: iCEM settings (Table IV: 50, 20, 5, 5).
         n_threads: rollout threads of the ground-truth (MuJoCo) and engine planning models (0: calling thread).
-        checkpoint: Act-FIGNet checkpoint to plan with (None: the first of :data:`ACT_FIGNET_CHECKPOINTS`).
+        checkpoint: Act-FIGNet checkpoint to plan with (None: Act-FIGNet is listed as missing).
         models: names of :data:`MODEL_FACTORIES` to run (None: all); the others are listed as missing.
     """
 
@@ -120,21 +114,20 @@ def _check_protocol(model, name: str) -> ContactModel:
 
 
 def act_fignet_checkpoint(budget: InsertionBudget) -> Path:
-    """The checkpoint the "act-fignet" model loads: ``budget.checkpoint``, else the first existing file of
-    :data:`ACT_FIGNET_CHECKPOINTS`.
+    """The checkpoint the "act-fignet" model loads: ``budget.checkpoint`` (``--checkpoint``). There is no
+    default: a checkpoint picked up from the working directory would make a run that no clean checkout repeats
+    (and that the harness refuses to store), so the model is listed as missing instead.
 
     Raises:
-        ModelUnavailable: the given file does not exist, or none of the default places holds one.
+        ModelUnavailable: no checkpoint was given, or the given file does not exist.
     """
-    if budget.checkpoint is not None:
-        path = Path(budget.checkpoint)
-        if not path.is_file():
-            raise ModelUnavailable(f"no Act-FIGNet checkpoint at {path}")
-        return path
-    for path in ACT_FIGNET_CHECKPOINTS:
-        if path.is_file():
-            return path
-    raise ModelUnavailable(f"no trained Act-FIGNet checkpoint at any of {[str(p) for p in ACT_FIGNET_CHECKPOINTS]}")
+    if budget.checkpoint is None:
+        raise ModelUnavailable("no --checkpoint given: Act-FIGNet runs only from a checkpoint you name "
+                               "(e.g. models/act-fignet-hexagon-target/best.safetensors, or contactkit train's output)")
+    path = Path(budget.checkpoint)
+    if not path.is_file():
+        raise ModelUnavailable(f"no Act-FIGNet checkpoint at {path}")
+    return path
 
 
 def _act_fignet(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
@@ -367,7 +360,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` names the Act-FIGNet
-    checkpoint to plan with (default: the first of :data:`ACT_FIGNET_CHECKPOINTS` that exists); ``models``
+    checkpoint to plan with (none by default: Act-FIGNet is then listed as missing); ``models``
     (names of :data:`MODEL_FACTORIES`) restricts the models planned with (the others are listed as missing).
     ``episodes`` (per pairing) and ``pairings`` (keys of :data:`INSERTION_PAIRINGS`) cut the run down, same
     agent and episode starts: the result is then ``"partial"`` (the harness does not store it as the full run).
