@@ -154,3 +154,16 @@ def test_garbage_in_other_formats(tmp_path):
         path.write_bytes(data)
         with pytest.raises(GeometryError, match=rf"junk\.{fmt}"):
             load_mesh(path)
+
+
+def test_mesh_sha256_follows_the_geometry_not_the_file():
+    """The same mesh gives the same hash; a one-ulp move of one vertex or a swapped face changes it."""
+    from contactkit.geometry import box, mesh_sha256
+
+    part = box((0.1, 0.2, 0.3))
+    h = mesh_sha256(part.vertices, part.faces)
+    assert h == mesh_sha256(part.vertices.copy(order="F"), part.faces.astype(np.int32))
+    moved = part.vertices.copy()
+    moved[0, 0] = np.nextafter(moved[0, 0], np.inf)
+    assert mesh_sha256(moved, part.faces) != h
+    assert mesh_sha256(part.vertices, part.faces[::-1]) != h

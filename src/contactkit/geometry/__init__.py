@@ -4,7 +4,7 @@ mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geome
 from contactkit.geometry.boxes import box
 from contactkit.geometry.mass import MassProperties, mass_properties
 from contactkit.geometry.mesh_io import load_mesh, read_obj, save_obj, weld
-from contactkit.geometry.part import ConvexPiece, Part
+from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
 from contactkit.geometry.prism import (
     DEFAULT_PEG_CIRCLE_SEGMENTS,
     Shape,
@@ -34,6 +34,7 @@ __all__ = [
     "load_mesh",
     "mass_properties",
     "matching_slot",
+    "mesh_sha256",
     "n_sides",
     "parse_shape",
     "peg",

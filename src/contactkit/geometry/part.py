@@ -6,6 +6,7 @@ outside, so face normals point out of the solid and the signed volume is positiv
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,3 +72,20 @@ class Part:
             pieces=tuple(ConvexPiece.from_dict(p) for p in d["pieces"]),
             meta=dict(d.get("meta", {})),
         )
+
+
+def mesh_sha256(vertices: np.ndarray, faces: np.ndarray) -> str:
+    """Hex SHA-256 of a triangle mesh: its ``(V, 3)`` vertices as little-endian float64 [m] followed by its
+    ``(F, 3)`` faces as little-endian int64, both C-ordered, with the two shapes in front.
+
+    What ties a derived artefact to the exact mesh it came from (a convex decomposition in the cache, a
+    learned depth network's checkpoint): the same geometry gives the same hash whatever file it was read
+    from; moving one vertex by one ulp changes it.
+    """
+    v = np.ascontiguousarray(vertices, dtype="<f8")
+    f = np.ascontiguousarray(faces, dtype="<i8")
+    h = hashlib.sha256()
+    h.update(np.asarray(v.shape + f.shape, dtype="<i8").tobytes())
+    h.update(v.tobytes())
+    h.update(f.tobytes())
+    return h.hexdigest()
