@@ -15,6 +15,7 @@ from contactkit.geometry.prism import (
     peg,
     polygon,
 )
+from contactkit.geometry.signed_distance import SignMethod, signed_distance
 from contactkit.geometry.slots import DEFAULT_SLOT_CIRCLE_SEGMENTS, hole_apothem, matching_slot, slot
 from contactkit.geometry.validate import hull_piece, is_convex, signed_volume, validate_part
 
@@ -25,6 +26,7 @@ __all__ = [
     "MassProperties",
     "Part",
     "Shape",
+    "SignMethod",
     "apothem",
     "box",
     "face_normals",
@@ -41,6 +43,7 @@ __all__ = [
     "polygon",
     "read_obj",
     "save_obj",
+    "signed_distance",
     "signed_volume",
     "slot",
     "validate_part",
