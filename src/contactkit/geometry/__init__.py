@@ -1,6 +1,7 @@
 """Parametric parts (pegs, slots, boxes) as watertight meshes with exact dimensions and convex pieces;
 mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geometry.prism`."""
 
+from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.boxes import box
 from contactkit.geometry.mass import MassProperties, mass_properties
 from contactkit.geometry.mesh_io import load_mesh, read_obj, save_obj, weld
@@ -38,6 +39,8 @@ __all__ = [
     "matching_slot",
     "mesh_sha256",
     "n_sides",
+    "paper_hole",
+    "paper_peg",
     "parse_shape",
     "peg",
     "polygon",
