@@ -36,6 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
+from contactkit.engine._kernels_depthnet import depth_contacts
 from contactkit.engine._kernels_geometry import (
     INFO_CENTRE,
     INFO_FRAME,
@@ -361,9 +362,11 @@ def node_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, cache_to
             env → tool, ``p`` on the tool [m], ``μ``, key.
 
     Returns:
-        The number of rows written (tool vertices in index order, then environment vertices).
+        The number of rows written (tool vertices in index order, then environment vertices, then the tool's
+        surface nodes against the statics' depth networks, :func:`._kernels_depthnet.depth_contacts`).
     """
     cap = geo.max_margin[0]
     margin = min(margin, cap)
     k = _tool_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, cache_tool, out, 0)
-    return _env_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, cap, cache_env, out, k)
+    k = _env_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, cap, cache_env, out, k)
+    return depth_contacts(geo.depth, rot, pos, motion, com, margin, lookahead, speed, out, k)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from contactkit.collision import CollisionWorld
+from contactkit.engine._kernels_depthnet import DepthSet, empty_depth_set
 
 FACE_MATCH_RTOL = 1e-9
 """Coincident faces (internal-face detection): normals opposite and offsets equal to this × extent."""
@@ -81,6 +82,8 @@ class ContactGeometry(NamedTuple):
         piece_start, piece_items: cell → environment pieces whose box grown by ``max_margin`` meets it.
         vert_start, vert_items: cell → environment vertices inside it.
         max_margin: ``(1,)`` the largest margin [m] a query may use.
+        depth: :class:`~._kernels_depthnet.DepthSet`, the statics collided through a learned depth network
+            (none of their pieces are in ``env``) and the tool's surface nodes.
     """
 
     tool: PieceSet
@@ -99,11 +102,14 @@ class ContactGeometry(NamedTuple):
     vert_start: np.ndarray
     vert_items: np.ndarray
     max_margin: np.ndarray
+    depth: DepthSet
 
 
 def raw_capacity(geo: ContactGeometry) -> int:
-    """Most contacts one query can return (before reduction)."""
-    return MAX_PER_VERTEX * (len(geo.tool_verts) + len(geo.env_verts) * len(geo.tool.info))
+    """Most contacts one query can return (before reduction): the convex pieces', then one per tool node and
+    depth network."""
+    convex = MAX_PER_VERTEX * (len(geo.tool_verts) + len(geo.env_verts) * len(geo.tool.info))
+    return convex + len(geo.depth.nodes) * len(geo.depth.kind)
 
 
 def _weld(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,12 +212,15 @@ def _cell_lists(lo: np.ndarray, hi: np.ndarray, env_verts: np.ndarray, grow: flo
     return origin, cell, dims, piece_start, pieces[order].astype(np.int64), vert_start, vorder.astype(np.int64)
 
 
-def contact_geometry(world: CollisionWorld, max_margin: float) -> ContactGeometry:
+def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet | None = None) -> ContactGeometry:
     """The static :class:`ContactGeometry` of a scene's :class:`~contactkit.collision.CollisionWorld`.
 
     Args:
-        world: COAL world of the scene (its pieces' planes and vertices are reused).
+        world: COAL world of the scene (its pieces' planes and vertices are reused); without the statics that
+            ``depth`` collides.
         max_margin: largest contact margin [m] the queries will use (grows the grid's piece boxes).
+        depth: the statics collided through a learned depth network
+            (:func:`contactkit.engine.depth_contacts.depth_set`); ``None``: none.
     """
     n_tool, n_env = len(world.tool_pieces), len(world.env_pieces)
     tool_v = [world.tool_verts[t][world.tool_vmask[t]] for t in range(n_tool)]
@@ -249,4 +258,5 @@ def contact_geometry(world: CollisionWorld, max_margin: float) -> ContactGeometr
         vert_start=grid[5],
         vert_items=grid[6],
         max_margin=np.array([float(max_margin)]),
+        depth=depth if depth is not None else empty_depth_set(),
     )

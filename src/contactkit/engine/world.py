@@ -39,6 +39,7 @@ from contactkit.engine._kernels_step import (
     Settings,
     advance,
 )
+from contactkit.engine.depth_contacts import convex_only, depth_set, scene_depth_nets
 from contactkit.engine.layout import (
     NORMAL_COLS,
     POINT_COLS,
@@ -152,11 +153,14 @@ class EngineWorld:
         check_timestep(scene, self.params, "EngineWorld")
         self.limits = scene.limits
         self._guard = TunnelGuard.of(scene)
-        self.geometry = contact_geometry(CollisionWorld(scene), self.engine.max_margin)
+        nets = scene_depth_nets(scene)
+        convex = CollisionWorld(convex_only(scene, nets))
+        self.geometry = contact_geometry(convex, self.engine.max_margin, depth_set(scene, nets, len(convex.env_pieces)))
         self.settings = _settings(self.engine, self.params)
         self.n_steps, self.step_dt = self.settings.n_steps, self.settings.h
         tool = scene.tool
-        reach = float(np.linalg.norm(self.geometry.tool_verts - tool.com, axis=1).max())
+        nodes = np.concatenate([self.geometry.tool_verts, self.geometry.depth.nodes])
+        reach = float(np.linalg.norm(nodes - tool.com, axis=1).max())
         self.body = _body_model(scene, self.params, reach)
         c = scene.controller
         d_pos, d_rot = damping_gains(c, tool.mass, np.linalg.eigvalsh(tool.inertia))

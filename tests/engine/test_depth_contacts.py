@@ -1,0 +1,117 @@
+"""The engine's numba depth-network kernel (:mod:`contactkit.engine._kernels_depthnet`) against the torch contract
+(:func:`contactkit.depth.query`), and its contact rows.
+
+Tolerances: the kernel runs the network in float64; :func:`contactkit.depth.query` runs the MLP in float32
+(features and input scaling in float64). A float32 layer of 64 products carries a relative rounding error of a
+few 1e-7 of the pre-activations' magnitude (measured on these nets: ≤ 1.8e-7 × depth_scale on the depth, ≤ 1.2e-6
+on the unit normal), so the float32 comparison allows ten times that: ``DEPTH_TOL_F32`` × depth_scale (absolute,
+since d crosses 0 at the surface, where a relative error means nothing) and ``NORMAL_TOL_F32``; the same network evaluated by torch in float64
+(:func:`contactkit.depth.network.mlp` on float64 weights, autograd) must agree to round-off (``*_F64``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from contactkit.depth.coordinates import Coordinates, features_torch
+from contactkit.depth.network import DepthNet, mlp, query
+from contactkit.engine._kernels_depthnet import depth_at, depth_contacts
+from contactkit.engine.depth_contacts import placed_depth_set
+from contactkit.engine.layout import NORMAL_COLS, POINT_COLS, ROW_DISTANCE, ROW_FRICTION, ROW_WIDTH
+from contactkit.rotations import quat_to_mat, rotvec_to_quat
+
+DEPTH_TOL_F32 = 2e-6
+"""|d_numba − d_torch32| / depth_scale (float32 MLP, see the module docstring)."""
+NORMAL_TOL_F32 = 1e-5
+"""|n_numba − n_torch32| (unit normals; a float32 gradient through two layers)."""
+DEPTH_TOL_F64 = 1e-12
+NORMAL_TOL_F64 = 1e-10
+
+
+def random_net(coordinates: Coordinates, rng: np.random.Generator, hidden: int = 64) -> DepthNet:
+    """A network with random weights on a domain of about 60 mm (a test object, not a part's distance)."""
+    k = {Coordinates.CARTESIAN: 3, Coordinates.CYLINDRICAL: 2, Coordinates.HELICAL: 4}[coordinates]
+    lo = {Coordinates.CARTESIAN: [-0.03, -0.03, -0.02], Coordinates.CYLINDRICAL: [0.0, -0.02],
+          Coordinates.HELICAL: [0.0, -1.0, -1.0, -0.02]}[coordinates]
+    hi = {Coordinates.CARTESIAN: [0.03, 0.03, 0.04], Coordinates.CYLINDRICAL: [0.03, 0.04],
+          Coordinates.HELICAL: [0.03, 1.0, 1.0, 0.04]}[coordinates]
+    shapes = [(hidden, k), (hidden,), (hidden, hidden), (hidden,), (1, hidden), (1,)]
+    fan = [k, k, hidden, hidden, hidden, hidden]
+    weights = tuple(rng.normal(size=s) / math.sqrt(f) for s, f in zip(shapes, fan, strict=True))
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    ref = np.cross(axis, rng.normal(size=3))
+    ref /= np.linalg.norm(ref)
+    return DepthNet(part_name="random", mesh_sha256="0" * 64, coordinates=coordinates,
+                    origin=rng.normal(scale=0.005, size=3), axis=axis, ref=ref, pitch=0.005,
+                    handedness=int(rng.choice([-1, 1])), feature_lo=np.array(lo, float), feature_hi=np.array(hi, float),
+                    depth_scale=2e-3, weights=weights)
+
+
+def torch64(net: DepthNet, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and unit normal of part-frame points by torch in float64 (autograd), ignoring the domain."""
+    x = torch.as_tensor(points, dtype=torch.float64).requires_grad_(True)
+    f = features_torch(net.frame, x)
+    lo, hi = torch.as_tensor(net.feature_lo), torch.as_tensor(net.feature_hi)
+    d = mlp(tuple(torch.as_tensor(w) for w in net.weights), 2 * (f - lo) / (hi - lo) - 1, net.depth_scale)
+    (g,) = torch.autograd.grad(d.sum(), x)
+    g = g.numpy()
+    return d.detach().numpy(), g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("coordinates", list(Coordinates))
+def test_kernel_equals_torch(coordinates):
+    rng = np.random.default_rng(7)
+    net = random_net(coordinates, rng)
+    pos, quat = rng.normal(scale=0.05, size=3), rotvec_to_quat(rng.normal(size=3))
+    rot = quat_to_mat(quat)
+    local = net.origin + rng.uniform(-0.04, 0.04, size=(400, 3))
+    world = pos + local @ rot.T
+    ds = placed_depth_set([(net, pos, quat, 0.3)], np.zeros((1, 3)))
+    depth, normal = np.empty(len(world)), np.empty((len(world), 3))
+    depth_at(ds, 0, world, depth, normal)
+
+    d32, n32 = query(net, local)
+    far = ~np.isfinite(d32)
+    assert 50 < far.sum() < 350, "the points must hit both the domain and outside it"
+    np.testing.assert_array_equal(np.isfinite(depth), ~far)
+    assert np.abs(depth[~far] - d32[~far]).max() <= DEPTH_TOL_F32 * net.depth_scale
+    assert np.abs(normal[~far] - n32[~far] @ rot.T).max() <= NORMAL_TOL_F32
+    assert np.all(normal[far] == 0.0)
+
+    d64, n64 = torch64(net, local[~far])
+    assert np.abs(depth[~far] - d64).max() <= DEPTH_TOL_F64 * net.depth_scale
+    assert np.abs(normal[~far] - n64 @ rot.T).max() <= NORMAL_TOL_F64
+
+
+def test_contact_rows_follow_the_margin_and_the_motion():
+    """Rows: d, the unit world normal, the node's world position, friction; a node beyond the margin enters only
+    when its closing speed along the normal can bring it within the margin during the look-ahead."""
+    rng = np.random.default_rng(3)
+    net = random_net(Coordinates.CYLINDRICAL, rng)
+    nodes = net.origin + rng.uniform(-0.02, 0.02, size=(300, 3))
+    ds = placed_depth_set([(net, np.zeros(3), np.array([1.0, 0, 0, 0]), 0.4)], nodes)
+    depth, normal = np.empty(len(ds.nodes)), np.empty((len(ds.nodes), 3))
+    depth_at(ds, 0, ds.nodes, depth, normal)
+    out = np.zeros((len(ds.nodes), ROW_WIDTH))
+    rot, pos, com = np.eye(3), np.zeros(3), np.zeros(3)
+    margin = float(np.quantile(depth[np.isfinite(depth)], 0.3))
+    still = np.zeros((2, 6))
+    k = depth_contacts(ds, rot, pos, still, com, margin, 0.01, 0.0, out, 0)
+    assert k == np.count_nonzero(depth <= margin) > 0
+    rows = out[:k]
+    chosen = np.flatnonzero(depth <= margin)
+    np.testing.assert_allclose(rows[:, ROW_DISTANCE], depth[chosen])
+    np.testing.assert_allclose(rows[:, NORMAL_COLS], normal[chosen])
+    np.testing.assert_allclose(rows[:, POINT_COLS], ds.nodes[chosen])
+    assert np.all(rows[:, ROW_FRICTION] == 0.4)
+    moving = np.zeros((2, 6))
+    moving[:, :3] = [0.0, 0.0, -1.0]  # 1 m/s down: closing wherever the normal has an upward part
+    k2 = depth_contacts(ds, rot, pos, moving, com, margin, 0.01, 1.0, out, 0)
+    closing = np.maximum(normal[:, 2], 0.0)
+    expect = (depth <= margin) | (depth <= margin + 0.01 * closing)
+    assert k2 == np.count_nonzero(expect & np.isfinite(depth)) > k
