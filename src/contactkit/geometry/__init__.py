@@ -3,6 +3,13 @@ mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geome
 
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.boxes import box
+from contactkit.geometry.fasteners import (
+    GENERALISATION_PAIRS,
+    FastenerSpec,
+    bolt,
+    fastener_pair,
+    nut,
+)
 from contactkit.geometry.mass import MassProperties, mass_properties
 from contactkit.geometry.mesh_io import load_mesh, read_obj, save_obj, weld
 from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
@@ -18,19 +25,25 @@ from contactkit.geometry.prism import (
 )
 from contactkit.geometry.signed_distance import SignMethod, signed_distance
 from contactkit.geometry.slots import DEFAULT_SLOT_CIRCLE_SEGMENTS, hole_apothem, matching_slot, slot
+from contactkit.geometry.threads import ThreadProfile, thread_profile
 from contactkit.geometry.validate import hull_piece, is_convex, signed_volume, validate_part
 
 __all__ = [
     "DEFAULT_PEG_CIRCLE_SEGMENTS",
     "DEFAULT_SLOT_CIRCLE_SEGMENTS",
+    "GENERALISATION_PAIRS",
     "ConvexPiece",
+    "FastenerSpec",
     "MassProperties",
     "Part",
     "Shape",
     "SignMethod",
+    "ThreadProfile",
     "apothem",
+    "bolt",
     "box",
     "face_normals",
+    "fastener_pair",
     "hole_apothem",
     "hull_piece",
     "is_convex",
@@ -39,6 +52,7 @@ __all__ = [
     "matching_slot",
     "mesh_sha256",
     "n_sides",
+    "nut",
     "paper_hole",
     "paper_peg",
     "parse_shape",
@@ -49,6 +63,7 @@ __all__ = [
     "signed_distance",
     "signed_volume",
     "slot",
+    "thread_profile",
     "validate_part",
     "weld",
 ]

@@ -1,0 +1,202 @@
+"""ISO 68-1 basic thread profile and the helical height-field mesher behind the bolt and the nut of
+:mod:`contactkit.geometry.fasteners` (data-driven simulation paper §V-A: M48 x 5 bolting task).
+
+Profile (ISO 68-1, external and internal threads share it): pitch ``p``, fundamental triangle height
+``H = sqrt(3) / 2 p``, flanks at 60 degrees to each other (30 degrees to the radial direction), a flat crest
+``p / 8`` wide at the major diameter ``D`` and a flat root ``p / 4`` wide at the minor diameter
+``D1 = D - 5 / 4 H = D - 1.0825 p``; pitch diameter ``D2 = D - 3 / 4 H = D - 0.6495 p``. Each flank spans
+``5 p / 16`` axially.
+
+Phase: a right-hand thread about +z is a radial height field ``r(theta, z) = R(u)`` with the axial phase
+``u = (z - handedness p theta / 2 pi) mod p`` (``theta`` measured counter-clockwise from +x seen from +z);
+it is invariant under the screw ``theta -> theta + a, z -> z + handedness p a / 2 pi``. ``R`` is periodic and
+piecewise linear with four corners per pitch, at ``u = p/16`` (end of crest), ``3p/8`` (start of root),
+``5p/8`` (end of root) and ``15p/16`` (start of crest): the crest is centred on ``u = 0``.
+
+Mesh (:func:`helical_columns`, :func:`tube_faces`): ``N`` columns at ``theta_i = 2 pi i / N``; column ``i``
+holds the vertices at ``z`` in the ends plus every ``z`` where the phase hits a corner,
+``z = k p + handedness p theta_i / 2 pi + u_j``; so every profile corner lies exactly on the mesh, and the
+vertex set is exactly invariant under the discrete screw ``(theta + 2 pi / N, z + handedness p / N)``
+away from the ends. Adjacent columns are joined by a zipper over their sorted ``z``. Between columns the
+triangles are chords of the helical surface: they fall at most ``r (1 - cos(pi / N))`` (the sagitta) inside
+it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+from contactkit.geometry.prism import check_positive
+
+H_PER_PITCH = math.sqrt(3.0) / 2.0
+"""Fundamental triangle height over pitch, ``H / p`` (0.866025)."""
+
+CORNER_PHASES = (1.0 / 16.0, 3.0 / 8.0, 5.0 / 8.0, 15.0 / 16.0)
+"""Axial phases of the profile's four corners as fractions of the pitch (crest end, root start, root end,
+crest start)."""
+
+ROW_MERGE_TOL = 1e-9
+"""Two vertices of one column closer than this along z [m] are one (a corner landing on an end is dropped:
+the end's vertex lies on the profile already)."""
+
+
+@dataclass(frozen=True)
+class ThreadProfile:
+    """The ISO 68-1 basic profile of one thread, possibly shifted radially (a nut's play).
+
+    Attributes:
+        diameter: nominal (major) diameter ``D`` [m].
+        pitch: ``p`` [m].
+        height: fundamental triangle height ``H = 0.866025 p`` [m].
+        minor_diameter: ``D1 = D - 1.0825 p`` [m].
+        pitch_diameter: ``D2 = D - 0.6495 p`` [m].
+        radial_offset: added to every radius [m] (0 for the bolt, ``play / 2`` for the nut).
+        corner_phase: ``(4,)`` axial phases ``u`` of the corners within one pitch [m], increasing in ``[0, p)``.
+        corner_radius: ``(4,)`` radii of those corners [m], offset included.
+    """
+
+    diameter: float
+    pitch: float
+    height: float
+    minor_diameter: float
+    pitch_diameter: float
+    radial_offset: float
+    corner_phase: np.ndarray
+    corner_radius: np.ndarray
+
+
+def thread_profile(diameter: float, pitch: float, *, radial_offset: float = 0.0) -> ThreadProfile:
+    """The ISO 68-1 basic profile (module docstring) of major diameter ``diameter`` and ``pitch`` [m], every
+    radius shifted by ``radial_offset`` [m].
+
+    Raises:
+        InvalidInputError: non-positive diameter or pitch, a pitch so coarse that ``D1 <= 0``, or a
+            non-finite offset that makes a radius non-positive.
+    """
+    d = check_positive("thread diameter", diameter)
+    p = check_positive("thread pitch", pitch)
+    off = float(radial_offset)
+    h = H_PER_PITCH * p
+    d1 = d - 1.25 * h  # = D - 2 (5/8) H
+    if not math.isfinite(off) or d1 / 2.0 + off <= 0.0:
+        raise InvalidInputError(f"thread diameter {d:g} m / pitch {p:g} m / radial_offset {off!r} give a minor "
+                                f"radius {d1 / 2 + off:g} m <= 0")
+    phase = np.array(CORNER_PHASES) * p
+    radius = np.array([d / 2.0, d1 / 2.0, d1 / 2.0, d / 2.0]) + off
+    return ThreadProfile(d, p, h, d1, d - 0.75 * h, off, phase, radius)
+
+
+def profile_radius(profile: ThreadProfile, u: np.ndarray) -> np.ndarray:
+    """``R(u)`` [m] of ``profile`` at axial phases ``u`` [m] (any shape; taken modulo the pitch)."""
+    p = profile.pitch
+    up = np.concatenate([profile.corner_phase - p, profile.corner_phase, profile.corner_phase + p])
+    rp = np.tile(profile.corner_radius, 3)
+    return np.interp(np.mod(u, p), up, rp)
+
+
+def phase(profile: ThreadProfile, theta: np.ndarray, z: np.ndarray, handedness: int = 1) -> np.ndarray:
+    """Axial phase ``u = (z - handedness p theta / 2 pi) mod p`` [m] of points at angle ``theta`` [rad], height
+    ``z`` [m]."""
+    return np.mod(z - handedness * profile.pitch * theta / (2.0 * math.pi), profile.pitch)
+
+
+def _merge_close(z: np.ndarray) -> np.ndarray:
+    z = np.sort(z)
+    keep = np.concatenate([[True], np.diff(z) > ROW_MERGE_TOL])
+    return z[keep]
+
+
+def helical_columns(
+    profile: ThreadProfile,
+    segments: int,
+    z0: float,
+    z1: float,
+    *,
+    handedness: int = 1,
+    clip: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Vertex columns of the thread surface between ``z0`` and ``z1`` [m] (module docstring).
+
+    Args:
+        profile: the thread profile; segments: columns per turn ``N``; handedness: +1 right, -1 left.
+        clip: optional axisymmetric upper bound ``c(z)`` on the radius, LINEAR in ``z`` (a chamfer cone);
+            the surface becomes ``min(R, c)`` and the crossings of ``R`` and ``c`` are added to every column.
+
+    Returns:
+        ``N`` pairs ``(z (K_i,), r (K_i,))`` [m], ``z`` increasing from ``z0`` to ``z1``; column ``i`` at angle
+        ``2 pi i / N``.
+    """
+    p = profile.pitch
+    cols = []
+    k = np.arange(math.floor((z0 - p) / p) - 1, math.ceil((z1 + p) / p) + 2)
+    for i in range(segments):
+        theta = 2.0 * math.pi * i / segments
+        base = handedness * p * theta / (2.0 * math.pi)
+        zc = (k[:, None] * p + base + profile.corner_phase[None, :]).ravel()
+        zc = zc[(zc > z0 + ROW_MERGE_TOL) & (zc < z1 - ROW_MERGE_TOL)]
+        z = _merge_close(np.concatenate([[z0, z1], zc]))
+        if clip is not None:
+            z = _merge_close(np.concatenate([z, _crossings(profile, theta, z, clip, handedness)]))
+        r = profile_radius(profile, phase(profile, theta, z, handedness))
+        if clip is not None:
+            r = np.minimum(r, clip(z))
+        cols.append((z, r))
+    return cols
+
+
+def _crossings(profile, theta, z, clip, handedness) -> np.ndarray:
+    """Heights where ``R`` (linear between the column's corners ``z``) crosses the linear ``clip(z)``."""
+    f = profile_radius(profile, phase(profile, theta, z, handedness)) - clip(z)
+    a, b = f[:-1], f[1:]
+    cross = (a * b) < 0.0
+    t = a[cross] / (a[cross] - b[cross])
+    return z[:-1][cross] + t * (z[1:][cross] - z[:-1][cross])
+
+
+def column_vertices(columns: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``(vertices (V, 3) [m], index arrays per column)`` for :func:`helical_columns`' output."""
+    n = len(columns)
+    verts, idx, start = [], [], 0
+    for i, (z, r) in enumerate(columns):
+        theta = 2.0 * math.pi * i / n
+        verts.append(np.column_stack([r * math.cos(theta), r * math.sin(theta), z]))
+        idx.append(np.arange(start, start + len(z)))
+        start += len(z)
+    return np.concatenate(verts), idx
+
+
+def _zipper(za: np.ndarray, ia: np.ndarray, zb: np.ndarray, ib: np.ndarray) -> list[tuple[int, int, int]]:
+    """Triangles joining column ``a`` to the next column ``b`` (counter-clockwise), normals away from the axis."""
+    tris, i, j = [], 0, 0
+    while i < len(za) - 1 or j < len(zb) - 1:
+        if j == len(zb) - 1 or (i < len(za) - 1 and za[i + 1] <= zb[j + 1]):
+            tris.append((ia[i], ib[j], ia[i + 1]))
+            i += 1
+        else:
+            tris.append((ia[i], ib[j], ib[j + 1]))
+            j += 1
+    return tris
+
+
+def tube_faces(columns: list[tuple[np.ndarray, np.ndarray]], idx: list[np.ndarray], *, outward: bool) -> np.ndarray:
+    """``(F, 3)`` int64 triangles of the tube through the columns, wound so their normals point away from the
+    axis (``outward``, a bolt) or towards it (a nut's bore)."""
+    n = len(columns)
+    tris = []
+    for i in range(n):
+        k = (i + 1) % n
+        tris += _zipper(columns[i][0], idx[i], columns[k][0], idx[k])
+    faces = np.asarray(tris, dtype=np.int64)
+    return faces if outward else faces[:, [0, 2, 1]]
+
+
+def check_handedness(handedness: int) -> int:
+    """Return ``handedness`` once checked to be +1 (right-hand) or -1 (left-hand)."""
+    if isinstance(handedness, bool) or handedness not in (1, -1):
+        raise InvalidInputError(f"handedness must be +1 (right-hand) or -1 (left-hand), got {handedness!r}")
+    return int(handedness)
