@@ -58,10 +58,15 @@ def benchmark(
     device: str = "cpu",
     checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
     results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
+    hole_net: Annotated[Path | None, typer.Option(
+        help="contact-detection: depth network of the paper's hole (default: the committed one)")] = None,
+    bolt_net: Annotated[Path | None, typer.Option(
+        help="contact-detection: depth network of the M48 bolt (default: the committed one)")] = None,
 ) -> None:
     """Run a speed benchmark (unrestricted full runs are stored in docs/results/NAME.json)."""
+    nets = {"hole_net": str(hole_net) if hole_net else None, "bolt_net": str(bolt_net) if bolt_net else None}
     _measure("benchmark", name, quick, json_path, seed, device,
-             options={"checkpoint": str(checkpoint) if checkpoint else None}, results_dir=results_dir)
+             options={"checkpoint": str(checkpoint) if checkpoint else None, **nets}, results_dir=results_dir)
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:

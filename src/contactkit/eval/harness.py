@@ -39,6 +39,7 @@ BENCHMARKS = {
     "replan": "contactkit.eval.bench_replan",
     "lml": "contactkit.eval.bench_lml",
     "tight-insertion": "contactkit.eval.bench_tight_insertion",
+    "contact-detection": "contactkit.eval.bench_contact_detection",
 }
 """``contactkit benchmark NAME`` → module with ``run``."""
 
