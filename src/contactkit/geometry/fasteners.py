@@ -21,10 +21,11 @@ Cost: a thread takes ``8 N`` triangles per turn (two per column for each of the 
 the default 60 mm bolt (12 turns) has ~12.5 k triangles and the 38 mm nut ~8 k, more than the paper's
 5,008 and 4,696: the paper's counts at these lengths imply ~50 columns per turn, whose sagitta (~45 µm)
 exceeds the accuracy bar. Shorter parts (``length``/``thickness``) bring the counts down proportionally.
-At the flat end faces (the bolt's bottom, the nut's two faces) the rim is the chord between adjacent columns'
-end vertices, which cuts across the profile corners that the cut plane meets between columns: there the
-mesh departs from the ideal thread by up to ~20 µm (the nut's rim comes ~17 µm closer to the bolt at worst,
-measured with ``igl.signed_distance``); inside the bore the departure is the sagitta.
+At the flat end faces (the bolt's bottom, the nut's two faces) the rim also passes through the points where
+the profile's corner rows cross the end plane between columns, so it is the ideal cut, kinks included (without
+them the rim's chords would cut the corners and bring the nut's rim ~17 µm closer to the bolt). Where the
+bolt's thread runs into the top chamfer the kinks between columns are chords (the chamfer is not a contact
+surface of the nominal fit).
 
 Convex pieces: none (``pieces=()``, ``meta["convex_pieces_missing"] = True``); a thread is not a union of a
 few exact convex solids, so the decomposition is left to CoACD (``contactkit.geometry.decompose``).
@@ -40,13 +41,7 @@ import numpy as np
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part
 from contactkit.geometry.prism import Shape, cap_faces, check_positive, polygon, side_faces
-from contactkit.geometry.threads import (
-    ThreadProfile,
-    check_handedness,
-    column_vertices,
-    helical_columns,
-    tube_faces,
-)
+from contactkit.geometry.threads import ThreadProfile, check_handedness, helical_tube
 from contactkit.geometry.threads import thread_profile as thread_profile
 
 M48_DIAMETER = 0.048
@@ -156,14 +151,11 @@ def bolt(
     if z_ch < 2.0 * prof.pitch:
         raise InvalidInputError(f"bolt length {length:g} m is too short: the thread below the chamfer must span "
                                 f">= 2 pitches, i.e. length >= {2 * prof.pitch + length - z_ch:g} m")
-    cols = helical_columns(prof, n, 0.0, length, handedness=hand, clip=lambda z: r_top + (length - z))
-    verts, idx = column_vertices(cols)
-    nv = len(verts)
-    verts = np.concatenate([verts, [[0.0, 0.0, 0.0], [0.0, 0.0, length]]])
-    bottom = np.array([i[0] for i in idx])
-    top = np.array([i[-1] for i in idx])
+    tube = helical_tube(prof, n, 0.0, length, handedness=hand, clip=lambda z: r_top + (length - z))
+    nv = len(tube.vertices)
+    verts = np.concatenate([tube.vertices, [[0.0, 0.0, 0.0], [0.0, 0.0, length]]])
     faces = np.concatenate([
-        tube_faces(cols, idx, outward=True), cap_faces(bottom, nv, up=False), cap_faces(top, nv + 1, up=True),
+        tube.faces, cap_faces(tube.bottom, nv, up=False), cap_faces(tube.top, nv + 1, up=True),
     ])
     meta = _thread_meta("bolt", prof, n, hand, faces)
     meta.update({"play": 0.0, "length": length, "chamfer_top_radius": r_top, "chamfer_start_z": z_ch})
@@ -171,11 +163,14 @@ def bolt(
     return Part(label, verts.astype(np.float64), faces.astype(np.int64), (), meta)
 
 
-def _annulus_faces(inner: np.ndarray, outer: np.ndarray, outer_angle: np.ndarray, up: bool) -> np.ndarray:
-    """Triangles between a ring of ``N`` vertices at angles ``2 pi i / N`` and an outer convex ring (both
-    counter-clockwise); each inner vertex joins the outer vertex nearest in angle. Normal +z if ``up``."""
+def _annulus_faces(
+    inner: np.ndarray, inner_angle: np.ndarray, outer: np.ndarray, outer_angle: np.ndarray, up: bool
+) -> np.ndarray:
+    """Triangles between an inner ring (angles increasing in ``[0, 2 pi)``, starting at 0) and an outer convex
+    ring (both counter-clockwise); each inner vertex joins the outer vertex nearest in angle. Normal +z if
+    ``up``."""
     n, m = len(inner), len(outer)
-    a_in = 2.0 * math.pi * np.arange(n + 1) / n
+    a_in = np.append(inner_angle, 2.0 * math.pi)
     ang = np.mod(outer_angle, 2.0 * math.pi)
     shifted = np.where(ang == 0.0, 0.0, ang - 2.0 * math.pi)  # in (-2 pi, 0]
     j0 = int(np.argmax(shifted))  # the outer vertex at or just before angle 0
@@ -217,8 +212,8 @@ def nut(
 
     Returns:
         :class:`Part` with no convex pieces; ``meta`` holds kind ``"nut"``, D, p, H, D1, D2, play, handedness,
-        thickness, across_flats, segments_per_turn, n_triangles, major/minor radius of the bore (the bolt's
-        plus ``play / 2``), sagitta, convex_pieces_missing.
+        thickness (also as length), across_flats, segments_per_turn, n_triangles, major/minor radius of the
+        bore (the bolt's plus ``play / 2``), sagitta, convex_pieces_missing.
 
     Raises:
         InvalidInputError: non-positive sizes, a hexagon too small for the bore, bad segments or handedness.
@@ -231,21 +226,20 @@ def nut(
         raise InvalidInputError(f"nut across_flats {across_flats:g} m must exceed 1.05 x (diameter + play) = "
                                 f"{1.05 * (prof.diameter + play):g} m")
     n, hand = _check_segments(segments), check_handedness(handedness)
-    cols = helical_columns(prof, n, 0.0, thickness, handedness=hand)
-    verts, idx = column_vertices(cols)
-    nv = len(verts)
+    tube = helical_tube(prof, n, 0.0, thickness, handedness=hand, outward=False)
+    nv = len(tube.vertices)
     hexagon = polygon(Shape.HEXAGON, across_flats / 2.0)
-    verts = np.concatenate([verts, np.column_stack([hexagon, np.zeros(6)]),
+    verts = np.concatenate([tube.vertices, np.column_stack([hexagon, np.zeros(6)]),
                             np.column_stack([hexagon, np.full(6, thickness)])])
     hb, ht = nv + np.arange(6), nv + 6 + np.arange(6)
     hex_angle = np.arctan2(hexagon[:, 1], hexagon[:, 0])
     faces = np.concatenate([
-        tube_faces(cols, idx, outward=False), side_faces(hb, ht),
-        _annulus_faces(np.array([i[0] for i in idx]), hb, hex_angle, up=False),
-        _annulus_faces(np.array([i[-1] for i in idx]), ht, hex_angle, up=True),
+        tube.faces, side_faces(hb, ht),
+        _annulus_faces(tube.bottom, tube.bottom_angle, hb, hex_angle, up=False),
+        _annulus_faces(tube.top, tube.top_angle, ht, hex_angle, up=True),
     ])
     meta = _thread_meta("nut", prof, n, hand, faces)
-    meta.update({"play": play, "thickness": thickness, "across_flats": across_flats})
+    meta.update({"play": play, "thickness": thickness, "length": thickness, "across_flats": across_flats})
     label = name or f"nut(M{prof.diameter * 1e3:g}x{prof.pitch * 1e3:g})"
     return Part(label, verts.astype(np.float64), faces.astype(np.int64), (), meta)
 

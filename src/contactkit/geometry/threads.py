@@ -158,19 +158,39 @@ def _crossings(profile, theta, z, clip, handedness) -> np.ndarray:
     return z[:-1][cross] + t * (z[1:][cross] - z[:-1][cross])
 
 
-def column_vertices(columns: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """``(vertices (V, 3) [m], index arrays per column)`` for :func:`helical_columns`' output."""
-    n = len(columns)
-    verts, idx, start = [], [], 0
-    for i, (z, r) in enumerate(columns):
-        theta = 2.0 * math.pi * i / n
-        verts.append(np.column_stack([r * math.cos(theta), r * math.sin(theta), z]))
-        idx.append(np.arange(start, start + len(z)))
-        start += len(z)
-    return np.concatenate(verts), idx
+@dataclass(frozen=True)
+class HelicalTube:
+    """The open thread surface between two end planes, ready to be closed by end faces.
+
+    Attributes:
+        vertices: ``(V, 3)`` float64 [m]; faces: ``(F, 3)`` int64.
+        bottom, top: vertex indices of the rim at ``z0`` / ``z1``, counter-clockwise seen from +z.
+        bottom_angle, top_angle: their angles ``theta`` [rad], increasing in ``[0, 2 pi)``.
+    """
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    bottom: np.ndarray
+    top: np.ndarray
+    bottom_angle: np.ndarray
+    top_angle: np.ndarray
 
 
-def _zipper(za: np.ndarray, ia: np.ndarray, zb: np.ndarray, ib: np.ndarray) -> list[tuple[int, int, int]]:
+def _rim_crossing(profile, n, i, z_e, hand, at_top):
+    """Where a corner row crosses the end plane ``z_e`` between columns ``i`` and ``i + 1``: ``(theta, j,
+    right)`` with ``right`` True when the row's vertex next to the crossing is on column ``i + 1``; or None."""
+    p, dth = profile.pitch, 2.0 * math.pi / n
+    u0 = float(np.mod(z_e - hand * p * i / n, p))  # phase of (theta_i, z_e); it moves by -hand p / n per column
+    for j, s in enumerate(profile.corner_phase):
+        back = float(np.mod(hand * (u0 - s), p))  # z_e - z_row(theta_i), right-hand; mirrored for left
+        if ROW_MERGE_TOL < back < p / n - ROW_MERGE_TOL:
+            theta = dth * (i + back / (p / n))
+            rises = hand == 1  # the row's z grows with theta
+            return theta, j, rises != at_top
+    return None
+
+
+def _zipper(za: np.ndarray, ia: list, zb: np.ndarray, ib: list) -> list[tuple[int, int, int]]:
     """Triangles joining column ``a`` to the next column ``b`` (counter-clockwise), normals away from the axis."""
     tris, i, j = [], 0, 0
     while i < len(za) - 1 or j < len(zb) - 1:
@@ -183,16 +203,64 @@ def _zipper(za: np.ndarray, ia: np.ndarray, zb: np.ndarray, ib: np.ndarray) -> l
     return tris
 
 
-def tube_faces(columns: list[tuple[np.ndarray, np.ndarray]], idx: list[np.ndarray], *, outward: bool) -> np.ndarray:
-    """``(F, 3)`` int64 triangles of the tube through the columns, wound so their normals point away from the
-    axis (``outward``, a bolt) or towards it (a nut's bore)."""
-    n = len(columns)
-    tris = []
+def helical_tube(
+    profile: ThreadProfile,
+    segments: int,
+    z0: float,
+    z1: float,
+    *,
+    handedness: int = 1,
+    clip: Callable[[np.ndarray], np.ndarray] | None = None,
+    outward: bool = True,
+) -> HelicalTube:
+    """The thread surface of :func:`helical_columns` between ``z0`` and ``z1`` [m] as an open triangle tube.
+
+    Adjacent columns are joined by a zipper over their sorted ``z``. On each end plane where the thread is
+    not clipped, the points where a corner row crosses the plane between two columns are added to the rim
+    (so the rim passes through the profile's corners, as the cut of the ideal thread does), each joined to
+    its row by one triangle. Faces point away from the axis if ``outward`` (a bolt), towards it otherwise
+    (a nut's bore).
+    """
+    cols = helical_columns(profile, segments, z0, z1, handedness=handedness, clip=clip)
+    n = len(cols)
+    verts, idx, start = [], [], 0
+    for i, (z, r) in enumerate(cols):
+        th = 2.0 * math.pi * i / n
+        verts.append(np.column_stack([r * math.cos(th), r * math.sin(th), z]))
+        idx.append(list(range(start, start + len(z))))
+        start += len(z)
+    rim_ok = [clip is None or float(clip(np.array([z_e]))[0]) >= profile.corner_radius.max() for z_e in (z0, z1)]
+    extra, tris, rims = [], [], ([], [])
     for i in range(n):
         k = (i + 1) % n
-        tris += _zipper(columns[i][0], idx[i], columns[k][0], idx[k])
+        left, right = list(idx[i]), list(idx[k])
+        for end, z_e in enumerate((z0, z1)):
+            rims[end].append((2.0 * math.pi * i / n, idx[i][-end]))
+            hit = _rim_crossing(profile, n, i, z_e, handedness, end == 1) if rim_ok[end] else None
+            if hit is None:
+                continue
+            theta, j, on_right = hit
+            x = start + len(extra)
+            extra.append([profile.corner_radius[j] * math.cos(theta), profile.corner_radius[j] * math.sin(theta), z_e])
+            rims[end].append((theta, x))
+            if end == 0 and on_right:
+                tris.append((x, right[0], right[1]))
+                right[0] = x
+            elif end == 0:
+                tris.append((left[0], x, left[1]))
+                left[0] = x
+            elif on_right:
+                tris.append((right[-2], right[-1], x))
+                right[-1] = x
+            else:
+                tris.append((left[-2], x, left[-1]))
+                left[-1] = x
+        tris += _zipper(cols[i][0], left, cols[k][0], right)
+    vertices = np.concatenate(verts + ([np.asarray(extra)] if extra else []))
     faces = np.asarray(tris, dtype=np.int64)
-    return faces if outward else faces[:, [0, 2, 1]]
+    ring = [np.array(sorted(rim)) for rim in rims]
+    return HelicalTube(vertices, faces if outward else faces[:, [0, 2, 1]], ring[0][:, 1].astype(np.int64),
+                       ring[1][:, 1].astype(np.int64), ring[0][:, 0], ring[1][:, 0])
 
 
 def check_handedness(handedness: int) -> int:
