@@ -110,3 +110,43 @@ def test_command_limits_check_names_the_part_and_accepts_the_limit():
         limits.check(np.array([0.0, 0.02, 0.0, 0.0, 0.0, 0.0]), ActionMode.POSE_DELTA, "here")
     with pytest.raises(InvalidInputError, match="unknown key"):
         Scene.from_dict(json.loads(peg_in_hole().to_json()) | {"command_limits": {"force": 1.0, "speed": 2.0}})
+
+
+def test_parts_without_collision_pieces_are_refused_with_the_way_out():
+    """A non-convex mesh loads with no convex piece; a scene would let the tool fall through it (issue 16)."""
+    from pathlib import Path
+
+    from contactkit.geometry import load_mesh
+    from contactkit.scene import StaticBody
+
+    ell = load_mesh(Path(__file__).parent / "data" / "meshes" / "nonconvex_L.obj", name="L")
+    assert ell.pieces == ()
+    with pytest.raises(InvalidInputError, match=r"static 'L' has no convex collision pieces.*geometry\.decompose"):
+        StaticBody(ell)
+    with pytest.raises(InvalidInputError, match=r"tool 'L' has no convex collision pieces.*geometry\.decompose"):
+        Tool(ell, 0.1, np.zeros(3), np.eye(3) * 1e-5)
+    d = json.loads(peg_in_hole("square", 1e-3).to_json())
+    d["statics"][1]["part"]["pieces"] = []
+    with pytest.raises(InvalidInputError, match="no convex collision pieces"):
+        Scene.from_dict(d)
+
+
+def test_depth_model_is_optional_validated_and_serialised_only_when_set():
+    from contactkit.scene import StaticBody
+
+    scene = peg_in_hole("square", 1e-3)
+    assert all(s.depth_model is None for s in scene.statics)
+    assert all("depth_model" not in s for s in scene.to_dict()["statics"])
+    slot_body = dataclasses.replace(scene.statics[1], depth_model="models/slot-depth/best.safetensors")
+    with_model = dataclasses.replace(scene, statics=(scene.statics[0], slot_body))
+    d = with_model.to_dict()
+    assert d["statics"][1]["depth_model"] == "models/slot-depth/best.safetensors"
+    assert "depth_model" not in d["statics"][0]
+    back = Scene.from_json(with_model.to_json())
+    assert back.statics[1].depth_model == "models/slot-depth/best.safetensors" and back.to_dict() == d
+    for bad in ("", "   ", 3, b"x.safetensors"):
+        with pytest.raises(InvalidInputError, match="depth_model"):
+            StaticBody(scene.statics[1].part, depth_model=bad)
+    d["statics"][1]["depth_model"] = 7
+    with pytest.raises(InvalidInputError, match="depth_model"):
+        Scene.from_dict(d)

@@ -39,6 +39,17 @@ def _vec(x, n: int, what: str) -> np.ndarray:
     return a
 
 
+def _check_pieces(part: Part, what: str) -> None:
+    """Refuse a part without convex pieces: collision (COAL, MuJoCo) would pass through it."""
+    if not isinstance(part, Part):
+        raise InvalidInputError(f"{what}: part must be a contactkit.geometry.Part, got {type(part).__name__}")
+    if not part.pieces:
+        raise InvalidInputError(
+            f"{what} '{part.name}' has no convex collision pieces (a non-convex mesh): call "
+            "contactkit.geometry.decompose(part) first, or the tool passes through it"
+        )
+
+
 def _unit_quat(q, what: str) -> np.ndarray:
     q = _vec(q, 4, what)
     n = np.linalg.norm(q)
@@ -74,6 +85,7 @@ class Tool:
     sensor_quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
 
     def __post_init__(self):
+        _check_pieces(self.part, "tool")
         if not (np.isfinite(self.mass) and self.mass > 0):
             raise InvalidInputError(
                 f"tool '{self.part.name}': mass must be positive and finite, got {self.mass}"
@@ -95,14 +107,31 @@ class Tool:
 
 @dataclass(frozen=True)
 class StaticBody:
-    """A fixed environment body: a part placed at a world pose."""
+    """A fixed environment body: a part placed at a world pose.
+
+    Attributes:
+        part: its geometry, body frame [m]; it must have convex pieces (:func:`contactkit.geometry.decompose`).
+        pos: ``(3,)`` world position of the body frame [m]; quat: ``(4,)`` its orientation (w, x, y, z).
+        friction: sliding friction coefficient (>= 0).
+        depth_model: path of a learned penetration-depth network checkpoint for this part
+            (:mod:`contactkit.depth`, tight-tolerance paper §III-A), or ``None``. Where set, the engine takes the
+            tool's node contacts with this body from the network instead of from the convex pieces (which MuJoCo
+            still uses); the engine checks the file and that it was trained on this mesh.
+    """
 
     part: Part
     pos: np.ndarray = field(default_factory=lambda: np.zeros(3))
     quat: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
     friction: float = 0.5
+    depth_model: str | None = None
 
     def __post_init__(self):
+        _check_pieces(self.part, "static")
+        if self.depth_model is not None and not (isinstance(self.depth_model, str) and self.depth_model.strip()):
+            raise InvalidInputError(
+                f"static '{self.part.name}': depth_model must be a non-empty path string or None, "
+                f"got {self.depth_model!r}"
+            )
         object.__setattr__(self, "pos", _vec(self.pos, 3, f"static '{self.part.name}' pos"))
         object.__setattr__(self, "quat", _unit_quat(self.quat, f"static '{self.part.name}' quat"))
         if not (np.isfinite(self.friction) and self.friction >= 0):
@@ -295,7 +324,7 @@ class Scene:
                     "pos": s.pos.tolist(),
                     "quat": s.quat.tolist(),
                     "friction": s.friction,
-                }
+                } | ({} if s.depth_model is None else {"depth_model": s.depth_model})
                 for s in self.statics
             ],
             "controller": {
@@ -342,7 +371,7 @@ class Scene:
                 td["sensor_quat"],
             )
             statics = tuple(
-                StaticBody(Part.from_dict(s["part"]), s["pos"], s["quat"], float(s["friction"]))
+                StaticBody(Part.from_dict(s["part"]), s["pos"], s["quat"], float(s["friction"]), s.get("depth_model"))
                 for s in d["statics"]
             )
             return Scene(

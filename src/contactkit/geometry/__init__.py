@@ -3,6 +3,7 @@ mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geome
 
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.boxes import box
+from contactkit.geometry.decompose import DecompositionReport, DecompositionSettings, PreprocessMode, decompose
 from contactkit.geometry.fasteners import (
     GENERALISATION_PAIRS,
     FastenerSpec,
@@ -33,15 +34,19 @@ __all__ = [
     "DEFAULT_SLOT_CIRCLE_SEGMENTS",
     "GENERALISATION_PAIRS",
     "ConvexPiece",
+    "DecompositionReport",
+    "DecompositionSettings",
     "FastenerSpec",
     "MassProperties",
     "Part",
+    "PreprocessMode",
     "Shape",
     "SignMethod",
     "ThreadProfile",
     "apothem",
     "bolt",
     "box",
+    "decompose",
     "face_normals",
     "fastener_pair",
     "hole_apothem",
