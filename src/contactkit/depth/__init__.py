@@ -1,3 +1,41 @@
 """Learned penetration depth of a part (tight-tolerance paper §III-A, network of §V-B): a small MLP per
 static part, trained offline from its mesh alone, queried for every candidate node of the moving part in
-one batched call; the contact normal is the gradient of the depth."""
+one batched call; the contact normal is the gradient of the depth.
+
+Symmetry coordinates (:mod:`contactkit.depth.coordinates`): the peg-in-hole HOLE is learned in cylindrical
+coordinates (r, z), the M48 BOLT's thread in helical coordinates (r, cos φ, sin φ, z); any other part in
+cartesian coordinates."""
+
+from contactkit.depth.checkpoint import load_depth_net, save_depth_net
+from contactkit.depth.coordinates import R_EPS, Coordinates, SymmetryFrame, make_frame
+from contactkit.depth.network import DepthNet, NodeContacts, detect, features, query
+from contactkit.depth.training import (
+    ACCURACY_BAND,
+    DepthSetup,
+    TrainConfig,
+    accuracy,
+    default_setup,
+    train_depth_net,
+    training_samples,
+)
+
+__all__ = [
+    "ACCURACY_BAND",
+    "R_EPS",
+    "Coordinates",
+    "DepthNet",
+    "DepthSetup",
+    "NodeContacts",
+    "SymmetryFrame",
+    "TrainConfig",
+    "accuracy",
+    "default_setup",
+    "detect",
+    "features",
+    "load_depth_net",
+    "make_frame",
+    "query",
+    "save_depth_net",
+    "train_depth_net",
+    "training_samples",
+]
