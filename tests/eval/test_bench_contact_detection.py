@@ -124,3 +124,13 @@ def test_quick_run_with_the_committed_networks():
         assert r["learned_agrees_on_clear"] == total and r["coal_agrees_on_clear"] == total, name
         assert r["band_nodes_missed"] == 0
         assert math.isfinite(r["depth_max_err_m"]) and r["depth_max_err_m"] < 0.5 * r["radial_clearance_m"], name
+
+
+def test_default_networks_are_the_committed_files_of_the_source_checkout(tmp_path, monkeypatch):
+    from contactkit.eval.store import source_root
+
+    monkeypatch.chdir(tmp_path)
+    assert bench._net_path(None, "bolting") == source_root() / "models/depth-m48-bolt/bolt.safetensors"
+    monkeypatch.chdir(source_root())
+    assert bench._net_path(None, "peg-in-hole") == Path("models/depth-paper-hole/hole.safetensors")
+    assert bench._net_path("elsewhere/x.safetensors", "bolting") == Path("elsewhere/x.safetensors")

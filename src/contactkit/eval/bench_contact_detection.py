@@ -116,13 +116,16 @@ class Task:
 
 
 def _net_path(option: str | None, task: str) -> Path:
-    """The network file of ``task``: the option as given, else the committed default of the source checkout."""
+    """The network file of ``task``: the option as given, else the committed default of the source checkout
+    (relative to the working directory when it lies below it, absolute otherwise)."""
     if option is not None:
         return Path(option)
     try:
-        return source_root() / DEFAULT_NETS[task]
+        path = source_root() / DEFAULT_NETS[task]
     except ResultStoreError as exc:
         raise CheckpointError(f"no network given for {task} and {exc}: pass its file") from None
+    cwd = Path.cwd().resolve()
+    return path.relative_to(cwd) if path.is_relative_to(cwd) else path  # a stored result names it repo-relative
 
 
 def tasks(hole_net: str | None = None, bolt_net: str | None = None) -> list[Task]:
