@@ -30,7 +30,8 @@ from contactkit.data.windows import TrajectoryWindows
 from contactkit.errors import ContactkitError
 from contactkit.eval.predict_eval import load_recorded
 from contactkit.eval.predictors import checkpoint_predictor
-from contactkit.geometry import load_mesh
+from contactkit.geometry import DecompositionSettings, box, decompose, load_mesh, mesh_sha256
+from contactkit.geometry.decompose import _cache_key
 from contactkit.models.gnn import GnnContactModel, load_checkpoint
 from contactkit.physics import load_world
 from contactkit.scene import Scene
@@ -54,9 +55,24 @@ ACCEPTED = {
     ("load_mesh", "valid_cube_10mm.obj"), ("load_mesh", "needle_aspect_1000.obj"), ("load_mesh", "nonconvex_L.obj"),
     ("load_mesh convex", "valid_cube_10mm.obj"), ("load_mesh convex", "needle_aspect_1000.obj"),
     ("load_log", "log_ok.csv"), ("import_log", "log_ok.csv"),
+    ("decompose", "valid_cube_10mm.obj"), ("decompose", "needle_aspect_1000.obj"), ("decompose", "nonconvex_L.obj"),
+    *(("decompose cache entry", n) for n in FILES + MESHES),
 }
 """(loader, file) pairs that must load: the control cases, and the needle (a valid 10 mm × 10 µm × 10 µm box) and
-the L (a valid non-convex solid) where no convex piece is required."""
+the L (a valid non-convex solid) where no convex piece is required or where it is decomposed; and every file as a
+convex decomposition's cache entry (ignored and rebuilt, never trusted)."""
+DECOMPOSE = DecompositionSettings(resolution=300, n_samples=2000)
+"""Quick CoACD settings for the sweep."""
+
+
+def _decompose_with_cache_entry(path: Path, tmp: Path) -> object:
+    """Decompose a cube whose cache entry is the file ``path``: the entry must be ignored, the cube decomposed."""
+    cube = box((0.01, 0.01, 0.01))
+    entry = tmp / "cache" / f"{_cache_key(mesh_sha256(cube.vertices, cube.faces), DECOMPOSE)}.json"
+    _copy(path, entry.parent, entry.name)
+    part, report = decompose(cube, DECOMPOSE, cache_dir=entry.parent)
+    assert not report.cached and len(part.pieces) == 1
+    return part
 
 
 @pytest.fixture(autouse=True)
@@ -107,6 +123,8 @@ LOADERS: dict[str, Callable[[Path, Path], object]] = {
     "GnnContactModel": lambda p, tmp: GnnContactModel.from_checkpoint(p, peg_in_hole("square", 1e-3)),
     "checkpoint_predictor": lambda p, tmp: checkpoint_predictor(p, "bad"),
     "load_world": lambda p, tmp: load_world(p),
+    "decompose": lambda p, tmp: decompose(load_mesh(p), DECOMPOSE, cache_dir=tmp / "cache"),
+    "decompose cache entry": _decompose_with_cache_entry,
 }
 
 TEXT_PARSERS: dict[str, Callable[[str], object]] = {

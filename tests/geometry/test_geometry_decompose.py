@@ -133,5 +133,10 @@ def test_bad_parts_are_refused(ell):
         decompose(type(ell)("L", nan, ell.faces, ()), FAST)
     with pytest.raises(GeometryError, match="not watertight"):
         decompose(type(ell)("open", ell.vertices, ell.faces[:-1], ()), FAST)
+    two = box((0.02, 0.02, 0.02))
+    crossed = type(ell)("crossed", np.concatenate([two.vertices, two.vertices + 0.005]),
+                        np.concatenate([two.faces, two.faces + 8]), ())
+    with pytest.raises(GeometryError, match="'crossed': self-intersecting"):
+        decompose(crossed, FAST)
     with pytest.raises(InvalidInputError, match="settings"):
         decompose(box((0.01, 0.01, 0.01)), {"threshold": 0.1})

@@ -167,3 +167,96 @@ def test_mesh_sha256_follows_the_geometry_not_the_file():
     moved[0, 0] = np.nextafter(moved[0, 0], np.inf)
     assert mesh_sha256(moved, part.faces) != h
     assert mesh_sha256(part.vertices, part.faces[::-1]) != h
+
+
+@pytest.mark.parametrize(("line", "problem"), [("hello world 1 2", "not an OBJ statement"),
+                                               ("f 1 2", "at least 3"), ("f 1 2 0", "bad face index")])
+def test_strict_obj_reader_refuses_what_trimesh_silently_takes(tmp_path, line, problem):
+    """Why OBJ keeps its own reader (module docstring): trimesh 5.2 loads each of these without an error."""
+    import io
+
+    tet = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    text = tet + line + "\n"
+    trimesh.load_mesh(io.BytesIO(text.encode()), file_type="obj", process=False)  # no exception
+    path = tmp_path / "tet.obj"
+    path.write_text(text)
+    with pytest.raises(GeometryError, match=rf"tet\.obj' line 9: .*{problem}"):
+        load_mesh(path)
+
+
+def _two_boxes(shift):
+    a, b = box((0.02, 0.02, 0.02)), box((0.02, 0.02, 0.02))
+    return np.concatenate([a.vertices, b.vertices + shift]), np.concatenate([a.faces, b.faces + 8])
+
+
+def _corner_pushed_through():
+    """A 20 mm cube whose (+,+,+) corner is pulled down through its bottom face to (10, 10, -15) mm: every edge is
+    still shared by two faces with opposite directions and the signed volume stays positive."""
+    b = box((0.02, 0.02, 0.02))
+    v = b.vertices.copy()
+    k = int(np.argmax(v.sum(axis=1)))
+    v[k] = [0.01, 0.01, -0.015]
+    return v, b.faces
+
+
+@pytest.mark.parametrize(("fmt", "mesh"), [("obj", "boxes"), ("stl", "boxes"), ("obj", "corner")])
+def test_self_intersecting_mesh_is_refused(tmp_path, fmt, mesh):
+    from contactkit.geometry.validate import check_solid
+
+    v, f = _two_boxes([0.01, 0.005, 0.003]) if mesh == "boxes" else _corner_pushed_through()
+    check_solid(v, f, "mesh")  # closed, outward, non-degenerate: only the new check can tell
+    path = tmp_path / f"bad.{fmt}"
+    if fmt == "obj":
+        save_obj(path, v, f)
+    else:
+        trimesh.Trimesh(v, f, process=False).export(path)
+    with pytest.raises(GeometryError, match=rf"bad\.{fmt}.*self-intersecting: faces \d+ and \d+ cross"):
+        load_mesh(path)
+
+
+def test_touching_but_separate_solids_are_not_self_intersecting(tmp_path):
+    """Two boxes 1 µm apart, a cube with a corner dented inwards (and a slot, a circular peg, random convex hulls)
+    pass."""
+    from scipy.spatial import ConvexHull
+
+    from contactkit.geometry import slot
+    from contactkit.geometry.validate import check_self_intersections, hull_piece
+
+    v, f = _two_boxes([0.020001, 0.0, 0.0])
+    load_mesh(save_obj(tmp_path / "apart.obj", v, f))
+    v, f = _corner_pushed_through()
+    v[np.argmin(v[:, 2])] = [-0.005, -0.005, -0.005]
+    load_mesh(save_obj(tmp_path / "dented.obj", v, f))
+    for part in (slot("circle", 0.01, 1e-4, 0.02), peg("circle", 0.01, 0.03)):
+        check_self_intersections(part.vertices, part.faces, part.name)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        piece = hull_piece(rng.normal(size=(40, 3)))
+        assert len(ConvexHull(piece.vertices).simplices) == len(piece.faces)
+        check_self_intersections(piece.vertices, piece.faces, "hull")
+
+
+@pytest.mark.parametrize(("c", "d", "crosses"), [((1, 0, -1), (1, 0, 1), True), ((-1, 0, -1), (-1, 0, 1), False)])
+def test_faces_sharing_a_vertex_cross_only_beyond_it(c, d, crosses):
+    from contactkit.geometry.validate import check_self_intersections
+
+    v = np.array([[0, 0, 0], [1, -1, 0], [1, 1, 0], c, d], dtype=float)
+    f = np.array([[0, 1, 2], [0, 3, 4]])
+    if crosses:
+        with pytest.raises(GeometryError, match="faces 0 and 1 cross"):
+            check_self_intersections(v, f, "pair")
+    else:
+        check_self_intersections(v, f, "pair")
+
+
+@pytest.mark.parametrize(("apex", "folded"), [((0.5, 1.0, 0.0), True), ((0.5, -1.0, 0.0), False)])
+def test_faces_sharing_an_edge_cross_only_when_folded_flat(apex, folded):
+    from contactkit.geometry.validate import check_self_intersections
+
+    v = np.array([[0, 0, 0], [1, 0, 0], [0.5, 1, 0], apex], dtype=float)
+    f = np.array([[0, 1, 2], [1, 0, 3]])  # opposite normals when the apex is on the same side
+    if folded:
+        with pytest.raises(GeometryError, match="self-intersecting"):
+            check_self_intersections(v, f, "pair")
+    else:
+        check_self_intersections(v, f, "pair")

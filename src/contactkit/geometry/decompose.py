@@ -47,7 +47,13 @@ import numpy as np
 from contactkit.errors import GeometryError, InvalidInputError
 from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
 from contactkit.geometry.signed_distance import signed_distance
-from contactkit.geometry.validate import hull_piece, is_convex, signed_volume, validate_part
+from contactkit.geometry.validate import (
+    check_self_intersections,
+    hull_piece,
+    is_convex,
+    signed_volume,
+    validate_part,
+)
 
 CACHE_FORMAT = 1
 """Version of the cache files' layout; part of the cache key."""
@@ -170,8 +176,9 @@ def decompose(
     """The part with its convex pieces replaced by a convex decomposition of its mesh.
 
     Args:
-        part: a closed, outward, valid solid (:func:`validate_part`); vertices in the part frame [m]. Its
-            existing pieces are ignored.
+        part: a closed, outward, valid solid (:func:`validate_part`) whose surface does not pass through
+            itself (:func:`check_self_intersections`); vertices in the part frame [m]. Its existing pieces are
+            ignored.
         settings: CoACD parameters and the report's sampling (:class:`DecompositionSettings`); ``None``: defaults.
         cache_dir: folder of cached decompositions (created if missing); ``None``: no cache. The command line
             uses ``~/.cache/contactkit/coacd``.
@@ -181,15 +188,17 @@ def decompose(
         ``convex_pieces_missing: False`` and ``decomposition`` (method, settings, n_pieces, mesh_sha256).
 
     Raises:
-        GeometryError: the part is not a valid solid, CoACD fails, or gives no piece with volume.
+        GeometryError: the part is not a valid solid or is self-intersecting, CoACD fails, or gives no piece
+            with volume.
         InvalidInputError: settings of the wrong type.
     """
     settings = DecompositionSettings() if settings is None else settings
     if not isinstance(settings, DecompositionSettings):
         raise InvalidInputError(f"settings must be a DecompositionSettings, got {type(settings).__name__}")
     validate_part(part)
-    digest = mesh_sha256(part.vertices, part.faces)
     label = f"part {part.name!r}"
+    check_self_intersections(part.vertices, part.faces, label)
+    digest = mesh_sha256(part.vertices, part.faces)
     path = None if cache_dir is None else Path(cache_dir).expanduser() / f"{_cache_key(digest, settings)}.json"
     hit = _read_cache(path, part, digest, settings) if path is not None else None
     if hit is not None:

@@ -1,18 +1,30 @@
 """Reading triangle meshes from files into parts, and writing them as OBJ.
 
-Wavefront OBJ is read by a strict parser of our own (``v`` and ``f`` statements; the other OBJ
-statements are ignored; anything else, or bytes that are not UTF-8 text, is an error naming the line).
-STL, PLY and OFF are read by trimesh (without its repairs). Then, for every format:
+STL (binary or ASCII), PLY and OFF are read by trimesh (``process=False``: none of its repairs). Wavefront OBJ
+is read by a strict parser of our own (``v`` and ``f`` statements; the other OBJ statements are ignored;
+anything else, or bytes that are not UTF-8 text, is an error naming the line), because trimesh 5.2's OBJ reader
+silently accepts or repairs what must be refused (checked on the bad-input catalog and hand-made cases):
+
+- a line that is no OBJ statement (``hello world 1 2``) is skipped without a word;
+- a face with fewer than 3 vertices (``f 1 2``) is dropped, so a file missing data still loads;
+- the face index ``0`` (invalid: OBJ counts from 1) becomes ``-1``, i.e. silently the *last* vertex;
+- random bytes (``not_an_obj.obj``) give an empty mesh instead of a parse error;
+- out-of-range or non-numeric indices end in a bare ``IndexError``/``ValueError`` naming no line.
+
+(NaN and Inf coordinates pass through trimesh too; the checks below refuse them for every format.) Then, for
+every format:
 
 - bit-identical vertices are merged (files often repeat a corner once per face, e.g. every STL, or an
   OBJ with per-face normals) and vertices that no face uses are dropped; both counts go to ``meta``.
   Faces that become duplicates after merging are *not* dropped: such a file is refused (its extra
   faces would make edges non-manifold and double-count volume);
 - the mesh is checked by :func:`contactkit.geometry.validate.check_solid` (non-finite or huge
-  coordinates, bad indices, degenerate faces, not watertight, flipped winding, zero volume);
+  coordinates, bad indices, degenerate faces, not watertight, flipped winding, zero volume) and, when it bounds
+  a solid, by :func:`contactkit.geometry.validate.check_self_intersections` (no face crosses another);
 - convex pieces: a closed convex mesh gets one piece, its convex hull. A non-convex mesh gets no piece
-  (``pieces = ()``, ``meta["convex_pieces_missing"] = True``; decompose it before collision use), or a
-  GeometryError when ``require_convex``.
+  (``pieces = ()``, ``meta["convex_pieces_missing"] = True``): :func:`contactkit.geometry.decompose` gives it
+  pieces, and a :class:`~contactkit.scene.Scene` refuses it until then; or a GeometryError when
+  ``require_convex``.
 """
 
 from __future__ import annotations
@@ -24,7 +36,14 @@ import numpy as np
 
 from contactkit.errors import GeometryError
 from contactkit.geometry.part import Part
-from contactkit.geometry.validate import check_solid, hull_piece, hull_volume, is_convex, signed_volume
+from contactkit.geometry.validate import (
+    check_self_intersections,
+    check_solid,
+    hull_piece,
+    hull_volume,
+    is_convex,
+    signed_volume,
+)
 
 MAX_MESH_FILE_BYTES = 256 * 2**20
 """Largest mesh file read [bytes]; bounds memory on hostile input."""
@@ -203,6 +222,8 @@ def load_mesh(
         label += f" (after merging {merged} duplicate vertices)"
     v, f, _ = check_solid(v, f, label, need_volume=require_watertight)
     watertight = require_watertight or _is_solid(v, f, label)
+    if watertight:
+        check_self_intersections(v, f, label)
     convex = watertight and is_convex(v, f, label)
     meta = {"kind": "mesh", "source": str(path), "merged_vertices": merged, "dropped_unused_vertices": unused,
             "watertight": watertight, "convex": convex, "convex_pieces_missing": not convex}
