@@ -99,7 +99,7 @@ def mlp(weights, x_hat: torch.Tensor, depth_scale: float) -> torch.Tensor:
 _CACHE: dict[tuple[int, str], tuple[weakref.ref, tuple[torch.Tensor, ...]]] = {}
 
 
-def torch_weights(net: DepthNet, device: torch.device, dtype: torch.dtype = QUERY_DTYPE) -> tuple[torch.Tensor, ...]:
+def torch_weights(net: DepthNet, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     """The network's weights as tensors on ``device`` (cached per network object, device and dtype)."""
     key = (id(net), f"{device}/{dtype}")
     hit = _CACHE.get(key)
@@ -156,7 +156,7 @@ def query(net: DepthNet, points: np.ndarray, *, device: torch.device | str = "cp
     hi = torch.as_tensor(net.feature_hi, dtype=torch.float64, device=dev)
     inside = ((f >= lo) & (f <= hi)).all(dim=1)
     x_hat = (2 * (f - lo) / (hi - lo) - 1).to(QUERY_DTYPE)
-    d = mlp(torch_weights(net, dev), x_hat, net.depth_scale).to(torch.float64)
+    d = mlp(torch_weights(net, dev, QUERY_DTYPE), x_hat, net.depth_scale).to(torch.float64)
     (grad,) = torch.autograd.grad(d.sum(), x)
     keep = inside.cpu().numpy()
     g = grad.detach().cpu().numpy()[keep]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
-from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
+from contactkit.depth.network import HIDDEN, DepthNet, check_device, mlp, query
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part, mesh_sha256
 from contactkit.geometry.signed_distance import signed_distance
@@ -140,8 +140,10 @@ def _scaled_inputs(setup: DepthSetup, points: np.ndarray) -> np.ndarray:
 
 
 def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
-                    progress: Callable[[int, float], None] | None = None) -> DepthNet:
+                    progress: Callable[[int, float], None] | None = None, *,
+                    device: torch.device | str = "cpu") -> DepthNet:
     """Train the §V-B network of ``part`` (module docstring); ``progress(step, loss [m²])`` every 100 steps.
+    Samples and initial weights are drawn on the CPU (the same for every device); the steps run on ``device``.
 
     Returns:
         :class:`DepthNet` with float64 weights and ``meta`` holding the settings, sample count, final loss and
@@ -157,13 +159,16 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     if config.fit_band >= setup.depth_scale:
         raise InvalidInputError(f"fit_band {config.fit_band:g} m must be below depth_scale {setup.depth_scale:g} m")
     params = _init_weights(x, np.flatnonzero(np.abs(target) < INIT_NEAR), gen, rng)
+    dev = check_device(device)
+    x, y = x.to(dev), y.to(dev)
+    params = [p.detach().to(dev).requires_grad_(True) for p in params]
     opt = torch.optim.Adam(params, lr=config.lr)
     loss_value = math.nan
     for step in range(1, config.steps + 1):
         cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / max(config.steps - 1, 1)))
         for group in opt.param_groups:
             group["lr"] = config.lr_final + (config.lr - config.lr_final) * cos
-        idx = torch.randint(0, len(x), (min(config.batch, len(x)),), generator=gen)
+        idx = torch.randint(0, len(x), (min(config.batch, len(x)),), generator=gen).to(dev)
         loss = _loss(mlp(params, x[idx], setup.depth_scale), y[idx], config.fit_band)
         opt.zero_grad()
         loss.backward()
@@ -176,7 +181,7 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     f = setup.frame
     return DepthNet(part.name, mesh_sha256(part.vertices, part.faces), f.coordinates, f.origin, f.axis, f.ref,
                     f.pitch, f.handedness, setup.feature_lo.copy(), setup.feature_hi.copy(), setup.depth_scale,
-                    tuple(p.detach().to(torch.float64).numpy().copy() for p in params), meta)
+                    tuple(p.detach().cpu().to(torch.float64).numpy().copy() for p in params), meta)
 
 
 def _loss(pred: torch.Tensor, target: torch.Tensor, fit_band: float) -> torch.Tensor:
@@ -220,12 +225,14 @@ def band_samples(part: Part, net: DepthNet, n: int, band: float, rng: np.random.
 
 
 def accuracy(net: DepthNet, part: Part, rng: np.random.Generator, n: int = 20_000,
-             band: float = ACCURACY_BAND, points: np.ndarray | None = None) -> dict:
+             band: float = ACCURACY_BAND, points: np.ndarray | None = None, *,
+             device: torch.device | str = "cpu") -> dict:
     """Error of ``net`` against the exact signed distance of ``part``, in µm, on points within ±band [m].
 
     Args:
         points: ``(N, 3)`` part-frame points to measure at instead of ``n`` random band samples (e.g. the
             contact-relevant nodes of a tool at sampled poses); the ``band`` filter still applies.
+        device: torch device of the queries.
 
     Returns:
         ``{"max_um", "rms_um", "p99_um", "n", "n_far", "band_m"}``: over the band points inside the padded
@@ -234,7 +241,7 @@ def accuracy(net: DepthNet, part: Part, rng: np.random.Generator, n: int = 20_00
     p = band_samples(part, net, n, band, rng) if points is None else np.asarray(points, dtype=np.float64)
     exact = signed_distance(part, p)
     p, exact = p[np.abs(exact) <= band], exact[np.abs(exact) <= band]
-    d, _ = query(net, p)
+    d, _ = query(net, p, device=device)
     near = np.isfinite(d)
     err = np.abs(d[near] - exact[near]) * 1e6
     if len(err) == 0:

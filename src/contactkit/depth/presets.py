@@ -1,0 +1,81 @@
+"""Which coordinates, domain and training settings each part's depth network uses (``contactkit learn depth``).
+
+- ``paper-hole`` (:func:`contactkit.geometry.paper_hole`): CYLINDRICAL (r, z) about the hole's axis — the hole
+  is axisymmetric up to its 640-gon faceting (0.3 µm). Domain restricted to where the peg can reach: r from the
+  axis to 3 mm outside the hole wall (so the top face around the opening, for a peg that lands up to ~3 mm off
+  the axis), z from 3 mm below the floor's top to 3 mm above the opening; the block's outer walls and floor
+  underside lie outside (far).
+- ``m48-bolt`` (:func:`contactkit.geometry.bolt`): HELICAL (r, cos φ, sin φ, z) with the bolt's pitch and hand —
+  the thread is invariant under the screw motion, so only its ends depend on z. Domain: r from 2 mm inside the
+  minor radius to 2 mm outside the major radius (where the nut's thread can be), z from 2 mm below the bottom to
+  3 mm above the top.
+- a mesh file: CARTESIAN over its bounding box grown by 2 mm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contactkit.depth.coordinates import Coordinates, make_frame
+from contactkit.depth.training import DepthSetup, TrainConfig, default_setup
+from contactkit.errors import InvalidInputError
+from contactkit.geometry.part import Part
+
+PRESETS = ("paper-hole", "m48-bolt")
+"""Part names ``contactkit learn depth --part`` knows (else a mesh file)."""
+REACH_PAD = 3e-3
+"""[m] how far beyond the hole's wall and opening (and the bolt's top) the domain reaches."""
+THREAD_PAD = 2e-3
+"""[m] radial margin of the bolt's domain inside its minor and outside its major radius."""
+
+
+@dataclass(frozen=True)
+class PartSetup:
+    """A part, its network's setup and the training settings to use for it."""
+
+    part: Part
+    setup: DepthSetup
+    config: TrainConfig
+
+
+def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps: int | None = None,
+               seed: int = 0) -> PartSetup:
+    """The :class:`PartSetup` of a preset name (:data:`PRESETS`) or a mesh file path (module docstring).
+
+    Args:
+        coordinates: override the preset's coordinates (e.g. ``"cartesian"`` to measure what symmetry buys).
+        steps: override the optimisation steps; seed: sampling/initialisation seed.
+
+    Raises:
+        InvalidInputError: unknown name that is no file; GeometryError: a mesh file that is not a closed solid.
+    """
+    if name == "paper-hole":
+        from contactkit.geometry.assembly_parts import paper_hole
+
+        part = paper_hole()
+        m = part.meta
+        a = m["hole_apothem"] if "hole_apothem" in m else m["diameter"] / 2
+        frame = make_frame(coordinates or Coordinates.CYLINDRICAL)
+        setup = default_setup(part, frame, r_range=(0.0, a + REACH_PAD),
+                              z_range=(-REACH_PAD, m["depth"] + REACH_PAD))
+        config = TrainConfig(samples=200_000, steps=30_000, batch=8192, lr=3e-3, lr_final=1e-6)
+    elif name == "m48-bolt":
+        from contactkit.geometry.fasteners import bolt
+
+        part = bolt()
+        m = part.meta
+        frame = make_frame(coordinates or Coordinates.HELICAL, pitch=m["p"], handedness=m["handedness"])
+        setup = default_setup(part, frame, r_range=(m["minor_radius"] - THREAD_PAD, m["major_radius"] + THREAD_PAD),
+                              z_range=(-THREAD_PAD, m["length"] + REACH_PAD))
+        config = TrainConfig(samples=300_000, steps=30_000, batch=8192, lr=3e-3, lr_final=1e-6)
+    elif Path(name).is_file():
+        from contactkit.geometry.mesh_io import load_mesh
+
+        part = load_mesh(name)
+        setup = default_setup(part, make_frame(coordinates or Coordinates.CARTESIAN))
+        config = TrainConfig()
+    else:
+        raise InvalidInputError(f"--part {name!r}: not one of {list(PRESETS)} and not a mesh file")
+    changes = {"seed": seed, **({"steps": steps} if steps is not None else {})}
+    return PartSetup(part, setup, TrainConfig(**{**config.__dict__, **changes}))

@@ -1,0 +1,33 @@
+"""``contactkit learn depth``: trains, saves, reports accuracy; refuses bad arguments before any work."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from contactkit.cli import app
+from contactkit.depth import load_depth_net
+from contactkit.geometry import load_mesh
+
+CUBE = Path(__file__).resolve().parents[1] / "data" / "meshes" / "valid_cube_10mm.obj"
+runner = CliRunner()
+
+
+def test_learn_depth_on_a_mesh_file(tmp_path):
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--steps", "30"])
+    assert r.exit_code == 0, r.output
+    net = load_depth_net(tmp_path / "valid_cube_10mm.safetensors", load_mesh(CUBE))
+    assert net.coordinates.value == "cartesian" and net.meta["steps"] == 30
+    acc = json.loads((tmp_path / "accuracy.json").read_text())["accuracy"]
+    assert acc["n"] > 0 and acc["max_um"] > 0
+    assert "--steps 30" in net.meta["command"]
+
+
+def test_learn_depth_refuses_bad_arguments(tmp_path):
+    r = runner.invoke(app, ["learn", "depth", "--part", "no-such-part", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "no-such-part" in r.output
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--coordinates", "polar"])
+    assert r.exit_code == 2 and "polar" in r.output
+    (tmp_path / "file").write_text("x")
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "file")])
+    assert r.exit_code == 2 and "--out" in r.output
