@@ -7,8 +7,7 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from contactkit.depth import TrainConfig, accuracy, default_setup, detect, make_frame, query, train_depth_net
-from contactkit.depth import network
+from contactkit.depth import TrainConfig, accuracy, default_setup, detect, make_frame, network, query, train_depth_net
 from contactkit.depth.network import features
 from contactkit.errors import InvalidInputError
 from contactkit.geometry import paper_hole, paper_peg, signed_distance
