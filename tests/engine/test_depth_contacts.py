@@ -2,11 +2,12 @@
 (:func:`contactkit.depth.query`), and its contact rows.
 
 Tolerances: the kernel runs the network in float64; :func:`contactkit.depth.query` runs the MLP in float32
-(features and input scaling in float64). A float32 layer of 64 products carries a relative rounding error of a
-few 1e-7 of the pre-activations' magnitude (measured on these nets: ≤ 1.8e-7 × depth_scale on the depth, ≤ 1.2e-6
-on the unit normal), so the float32 comparison allows ten times that: ``DEPTH_TOL_F32`` × depth_scale (absolute,
-since d crosses 0 at the surface, where a relative error means nothing) and ``NORMAL_TOL_F32``; the same network evaluated by torch in float64
-(:func:`contactkit.depth.network.mlp` on float64 weights, autograd) must agree to round-off (``*_F64``).
+(features and input scaling in float64). A float32 layer of 64 products carries a relative rounding error of
+a few 1e-7 of the pre-activations' magnitude (measured on these nets: ≤ 1.8e-7 × depth_scale on the depth,
+≤ 1.2e-6 on the unit normal), so the float32 comparison allows ten times that: ``DEPTH_TOL_F32`` × depth_scale
+(absolute, since d crosses 0 at the surface, where a relative error means nothing) and ``NORMAL_TOL_F32``;
+the same network evaluated by torch in float64 (:func:`contactkit.depth.network.mlp` on float64 weights,
+autograd) must agree to round-off (``*_F64``).
 """
 
 from __future__ import annotations

@@ -141,63 +141,123 @@ def features(ds, s, x, f, jac):
 
 
 @njit(cache=True)
-def network(ds, s, f, jac, h1, h2, g, grad):
-    """Depth ``d`` [m] of network ``s`` at features ``f`` and its world gradient ``grad (3,)`` (written), or
-    ``inf`` when ``f`` lies outside the domain. ``jac``: ``∂f/∂x`` from :func:`features`; ``h1, h2, g (H,)``:
-    scratch."""
-    xhat = np.empty(MAX_FEATURES)
-    for i in range(MAX_FEATURES):
-        lo, hi = ds.lo[s, i], ds.hi[s, i]
-        if f[i] < lo or f[i] > hi:
-            return np.inf
-        xhat[i] = 2.0 * (f[i] - lo) / (hi - lo) - 1.0
-    w0, w1t, w1 = ds.w0[s], ds.w1t[s], ds.w1[s]
-    n_hidden = w0.shape[0]
-    for j in range(n_hidden):
-        acc = ds.b0[s, j]
-        for i in range(MAX_FEATURES):
-            acc += w0[j, i] * xhat[i]
-        h1[j] = max(acc, 0.0)
-    h2[:] = ds.b1[s]
-    for j in range(n_hidden):
-        if h1[j] > 0.0:
-            h2 += h1[j] * w1t[j]
-    out = ds.b2[s]
-    for j in range(n_hidden):
-        h2[j] = max(h2[j], 0.0)
-        out += ds.w2[s, j] * h2[j]
-    t = math.tanh(out)
-    scale = ds.scalars[s, SCALAR_SCALE]
-    slope = scale * (1.0 - t * t)
-    g[:] = 0.0  # ∂d/∂h1 = slope W2 D2 W1
-    for j in range(n_hidden):
-        if h2[j] > 0.0:
-            g += (slope * ds.w2[s, j]) * w1[j]
-    grad[:] = 0.0
-    for i in range(MAX_FEATURES):
-        acc = 0.0
+def _product(a, b, c):
+    """``c = a @ b`` for ``a (M, H)``, ``b (H, W)``, four rows of ``a`` at a time (each row of ``b`` loaded once for
+    four; contiguous inner loop). Not ``np.dot``: numba's goes to BLAS, whose threads on these small products
+    made a step 8 times slower on the shared machine than one thread (measured)."""
+    m, n, w = a.shape[0], a.shape[1], b.shape[1]
+    acc = np.empty((4, w))
+    for p in range(0, m, 4):
+        rows = min(4, m - p)
+        acc[:] = 0.0
+        for j in range(n):
+            v0 = a[p, j]
+            v1 = a[p + 1, j] if rows > 1 else 0.0
+            v2 = a[p + 2, j] if rows > 2 else 0.0
+            v3 = a[p + 3, j] if rows > 3 else 0.0
+            for i in range(w):
+                bi = b[j, i]
+                acc[0, i] += v0 * bi
+                acc[1, i] += v1 * bi
+                acc[2, i] += v2 * bi
+                acc[3, i] += v3 * bi
+        for r in range(rows):
+            for i in range(w):
+                c[p + r, i] = acc[r, i]
+
+
+@njit(cache=True)
+def _forward(ds, s, xhat, h1, h2, out):
+    """Hidden layers ``h1, h2 (M, H)`` (written, after the ReLU) and the pre-tanh output ``out (M,)`` (written) of
+    network ``s`` at scaled inputs ``xhat (M, MAX_FEATURES)``; the 64 × 64 layer by :func:`_product`."""
+    w0, b0, b1, w2 = ds.w0[s], ds.b0[s], ds.b1[s], ds.w2[s]
+    m, n_hidden = xhat.shape[0], w0.shape[0]
+    for p in range(m):
         for j in range(n_hidden):
-            if h1[j] > 0.0:
-                acc += g[j] * w0[j, i]
-        acc *= 2.0 / (ds.hi[s, i] - ds.lo[s, i])
-        for k in range(3):
-            grad[k] += acc * jac[i, k]
-    return scale * t
+            acc = b0[j]
+            for i in range(MAX_FEATURES):
+                acc += w0[j, i] * xhat[p, i]
+            h1[p, j] = max(acc, 0.0)
+    _product(h1, ds.w1t[s], h2)
+    for p in range(m):
+        acc = ds.b2[s]
+        for j in range(n_hidden):
+            v = max(h2[p, j] + b1[j], 0.0)
+            h2[p, j] = v
+            acc += w2[j] * v
+        out[p] = acc
+
+
+@njit(cache=True)
+def _backward(ds, s, h1, h2, slope, g2, g1):
+    """``g1 (M, H)`` (written) = ``∂d/∂(W0 x̂ + b0)``: ``slope (M,)`` ``= scale (1 - t²)`` through ``W2``, the
+    ReLU masks and ``W1`` (:func:`_product`); ``g2 (M, H)``: scratch."""
+    w2 = ds.w2[s]
+    m, n_hidden = h1.shape[0], h1.shape[1]
+    for p in range(m):
+        for j in range(n_hidden):
+            g2[p, j] = slope[p] * w2[j] if h2[p, j] > 0.0 else 0.0
+    _product(g2, ds.w1[s], g1)
+    for p in range(m):
+        for j in range(n_hidden):
+            if h1[p, j] <= 0.0:
+                g1[p, j] = 0.0
+
+
+@njit(cache=True)
+def evaluate(ds, s, points, depth, grad, below):
+    """Depth ``(M,)`` [m] (written; ``inf`` outside the domain) of network ``s`` at world ``points (M, 3)`` and,
+    where ``depth ≤ below`` [m], its world gradient ``∂d/∂x`` (``grad (M, 3)``, written; zero elsewhere):
+    features, forward pass, then the backward pass of those points only (module docstring), batched."""
+    m, n_hidden = points.shape[0], ds.w0.shape[1]
+    xhat, jac = np.empty((m, MAX_FEATURES)), np.empty((m, MAX_FEATURES, 3))
+    f = np.empty(MAX_FEATURES)
+    inside = np.empty(m, np.bool_)
+    for p in range(m):
+        features(ds, s, points[p], f, jac[p])
+        inside[p] = True
+        for i in range(MAX_FEATURES):
+            lo, hi = ds.lo[s, i], ds.hi[s, i]
+            inside[p] = inside[p] and lo <= f[i] <= hi
+            xhat[p, i] = 2.0 * (f[i] - lo) / (hi - lo) - 1.0
+    h1, h2, out = np.empty((m, n_hidden)), np.empty((m, n_hidden)), np.empty(m)
+    _forward(ds, s, xhat, h1, h2, out)
+    scale = ds.scalars[s, SCALAR_SCALE]
+    slope = np.empty(m)
+    near = np.empty(m, np.int64)
+    n_near = 0
+    for p in range(m):
+        t = math.tanh(out[p])
+        depth[p] = scale * t if inside[p] else np.inf
+        grad[p, 0], grad[p, 1], grad[p, 2] = 0.0, 0.0, 0.0
+        if inside[p] and depth[p] <= below:
+            near[n_near] = p
+            h1[n_near] = h1[p]  # compact in place: n_near <= p
+            h2[n_near] = h2[p]
+            slope[n_near] = scale * (1.0 - t * t)
+            n_near += 1
+    g1 = np.empty((n_near, n_hidden))
+    _backward(ds, s, h1[:n_near], h2[:n_near], slope, np.empty((n_near, n_hidden)), g1)
+    for q in range(n_near):
+        p = near[q]
+        for i in range(MAX_FEATURES):
+            acc = 0.0
+            for j in range(n_hidden):
+                acc += g1[q, j] * ds.w0[s, j, i]
+            acc *= 2.0 / (ds.hi[s, i] - ds.lo[s, i])
+            for c in range(3):
+                grad[p, c] += acc * jac[p, i, c]
 
 
 @njit(cache=True)
 def depth_at(ds, s, points, depth, normals):
     """Depth ``(P,)`` [m] (``inf`` far) and unit normal ``(P, 3)`` (world; zero far) of network ``s`` at world
     ``points (P, 3)`` (written into ``depth``, ``normals``): the kernel's query, for tests and tools."""
-    n_hidden = ds.w0.shape[1]
-    f, jac = np.empty(MAX_FEATURES), np.empty((MAX_FEATURES, 3))
-    h1, h2, g, grad = np.empty(n_hidden), np.empty(n_hidden), np.empty(n_hidden), np.empty(3)
+    evaluate(ds, s, points, depth, normals, np.inf)
     for p in range(points.shape[0]):
-        features(ds, s, points[p], f, jac)
-        depth[p] = network(ds, s, f, jac, h1, h2, g, grad)
-        norm = math.sqrt(grad[0] ** 2 + grad[1] ** 2 + grad[2] ** 2)
-        for k in range(3):
-            normals[p, k] = grad[k] / norm if (depth[p] < np.inf and norm > 0.0) else 0.0
+        norm = math.sqrt(normals[p, 0] ** 2 + normals[p, 1] ** 2 + normals[p, 2] ** 2)
+        for c in range(3):
+            normals[p, c] = normals[p, c] / norm if norm > 0.0 else 0.0
 
 
 @njit(cache=True)
@@ -219,7 +279,7 @@ def depth_contacts(ds, rot, pos, motion, com, margin, lookahead, speed, out, k):
     static part, into the tool), the node's world position, the friction and the key
     ``((2 · 2²¹ + node) · 2²¹ + key_piece)``.
     """
-    n_nodes, n_hidden = ds.nodes.shape[0], ds.w0.shape[1]
+    n_nodes = ds.nodes.shape[0]
     if ds.kind.shape[0] == 0 or n_nodes == 0:
         return k
     lo, hi = np.empty(3), np.empty(3)
@@ -230,44 +290,56 @@ def depth_contacts(ds, rot, pos, motion, com, margin, lookahead, speed, out, k):
             centre += rot[a, b] * 0.5 * (ds.node_lo[b] + ds.node_hi[b])
             half += abs(rot[a, b]) * 0.5 * (ds.node_hi[b] - ds.node_lo[b])
         lo[a], hi[a] = centre - half, centre + half
-    f, jac = np.empty(MAX_FEATURES), np.empty((MAX_FEATURES, 3))
-    h1, h2, g, grad = np.empty(n_hidden), np.empty(n_hidden), np.empty(n_hidden), np.empty(3)
-    x = np.empty(3)
+    x = np.empty((n_nodes, 3))
+    node = np.empty(n_nodes, np.int64)
     for s in range(ds.kind.shape[0]):
         if not _boxes_meet(ds, s, lo, hi):
             continue
-        shift = 2.0 ** 21
+        m = 0  # candidates: nodes in the domain's world box
         for v in range(n_nodes):
-            for a in range(3):
-                x[a] = pos[a] + rot[a, 0] * ds.nodes[v, 0] + rot[a, 1] * ds.nodes[v, 1] + rot[a, 2] * ds.nodes[v, 2]
             inside = True
             for a in range(3):
-                if x[a] < ds.box_lo[s, a] or x[a] > ds.box_hi[s, a]:
-                    inside = False
-            if not inside:
+                c = pos[a] + rot[a, 0] * ds.nodes[v, 0] + rot[a, 1] * ds.nodes[v, 1] + rot[a, 2] * ds.nodes[v, 2]
+                x[m, a] = c
+                inside = inside and ds.box_lo[s, a] <= c <= ds.box_hi[s, a]
+            if inside:
+                node[m] = v
+                m += 1
+        if m == 0:
+            continue
+        depth, grad = np.empty(m), np.empty((m, 3))
+        evaluate(ds, s, x[:m], depth, grad, grow)
+        k = _rows(ds, s, x, node, depth, grad, m, motion, com, margin, lookahead, grow, out, k)
+    return k
+
+
+@njit(cache=True)
+def _rows(ds, s, x, node, depth, grad, m, motion, com, margin, lookahead, grow, out, k):
+    """Write the contact rows of the candidates ``x[:m]`` (world) whose gap can close to within ``margin``
+    (:func:`depth_contacts`). Returns the new row count."""
+    shift = 2.0 ** 21
+    for p in range(m):
+        d = depth[p]
+        if d > grow:
+            continue
+        norm = math.sqrt(grad[p, 0] ** 2 + grad[p, 1] ** 2 + grad[p, 2] ** 2)
+        if norm < MIN_GRADIENT:
+            continue
+        nx, ny, nz = grad[p, 0] / norm, grad[p, 1] / norm, grad[p, 2] / norm
+        if d > margin:
+            close = 0.0
+            rx, ry, rz = x[p, 0] - com[0], x[p, 1] - com[1], x[p, 2] - com[2]
+            for j in range(2):
+                ux = motion[j, 0] + motion[j, 4] * rz - motion[j, 5] * ry
+                uy = motion[j, 1] + motion[j, 5] * rx - motion[j, 3] * rz
+                uz = motion[j, 2] + motion[j, 3] * ry - motion[j, 4] * rx
+                close = max(close, -(nx * ux + ny * uy + nz * uz))
+            if d > margin + lookahead * close:
                 continue
-            features(ds, s, x, f, jac)
-            d = network(ds, s, f, jac, h1, h2, g, grad)
-            if d > grow:
-                continue
-            norm = math.sqrt(grad[0] ** 2 + grad[1] ** 2 + grad[2] ** 2)
-            if norm < MIN_GRADIENT:
-                continue
-            nx, ny, nz = grad[0] / norm, grad[1] / norm, grad[2] / norm
-            if d > margin:
-                close = 0.0
-                rx, ry, rz = x[0] - com[0], x[1] - com[1], x[2] - com[2]
-                for j in range(2):
-                    ux = motion[j, 0] + motion[j, 4] * rz - motion[j, 5] * ry
-                    uy = motion[j, 1] + motion[j, 5] * rx - motion[j, 3] * rz
-                    uz = motion[j, 2] + motion[j, 3] * ry - motion[j, 4] * rx
-                    close = max(close, -(nx * ux + ny * uy + nz * uz))
-                if d > margin + lookahead * close:
-                    continue
-            out[k, ROW_DISTANCE] = d
-            out[k, ROW_NORMAL], out[k, ROW_NORMAL + 1], out[k, ROW_NORMAL + 2] = nx, ny, nz
-            out[k, ROW_POINT], out[k, ROW_POINT + 1], out[k, ROW_POINT + 2] = x[0], x[1], x[2]
-            out[k, ROW_FRICTION] = ds.friction[s]
-            out[k, ROW_KEY] = (KEY_SOURCE * shift + v) * shift + ds.key_piece[s]
-            k += 1
+        out[k, ROW_DISTANCE] = d
+        out[k, ROW_NORMAL], out[k, ROW_NORMAL + 1], out[k, ROW_NORMAL + 2] = nx, ny, nz
+        out[k, ROW_POINT], out[k, ROW_POINT + 1], out[k, ROW_POINT + 2] = x[p, 0], x[p, 1], x[p, 2]
+        out[k, ROW_FRICTION] = ds.friction[s]
+        out[k, ROW_KEY] = (KEY_SOURCE * shift + node[p]) * shift + ds.key_piece[s]
+        k += 1
     return k
