@@ -17,9 +17,10 @@ Mesh (:func:`helical_columns`, :func:`tube_faces`): ``N`` columns at ``theta_i =
 holds the vertices at ``z`` in the ends plus every ``z`` where the phase hits a corner,
 ``z = k p + handedness p theta_i / 2 pi + u_j``; so every profile corner lies exactly on the mesh, and the
 vertex set is exactly invariant under the discrete screw ``(theta + 2 pi / N, z + handedness p / N)``
-away from the ends. Adjacent columns are joined by a zipper over their sorted ``z``. Between columns the
-triangles are chords of the helical surface: they fall at most ``r (1 - cos(pi / N))`` (the sagitta) inside
-it.
+away from the ends. Adjacent columns are joined by an edge between the vertices of the same corner row (or
+of the same clip kink line), and by a zipper over their sorted ``z`` in between, so no triangle straddles a
+corner. Between columns the triangles are chords of the helical surface: they fall at most
+``r (1 - cos(pi / N))`` (the sagitta) inside it. End rims pass through the corners (:func:`helical_tube`).
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ def helical_columns(
         zc = zc[(zc > z0 + ROW_MERGE_TOL) & (zc < z1 - ROW_MERGE_TOL)]
         z = _merge_close(np.concatenate([[z0, z1], zc]))
         if clip is not None:
-            z = _merge_close(np.concatenate([z, _crossings(profile, theta, z, clip, handedness)]))
+            zx = _crossings(profile, theta, z, clip, handedness)
+            z = _merge_close(np.concatenate([z, zx[(zx > z0 + ROW_MERGE_TOL) & (zx < z1 - ROW_MERGE_TOL)]]))
         r = profile_radius(profile, phase(profile, theta, z, handedness))
         if clip is not None:
             r = np.minimum(r, clip(z))
@@ -176,12 +178,15 @@ class HelicalTube:
     top_angle: np.ndarray
 
 
-def _rim_crossing(profile, n, i, z_e, hand, at_top):
+def _rim_crossing(profile, n, i, z_e, hand, at_top, r_max):
     """Where a corner row crosses the end plane ``z_e`` between columns ``i`` and ``i + 1``: ``(theta, j,
-    right)`` with ``right`` True when the row's vertex next to the crossing is on column ``i + 1``; or None."""
+    right)`` with ``right`` True when the row's vertex next to the crossing is on column ``i + 1``; or None.
+    Corners of radius above ``r_max`` (clipped away by a chamfer there) are no corners of the surface."""
     p, dth = profile.pitch, 2.0 * math.pi / n
     u0 = float(np.mod(z_e - hand * p * i / n, p))  # phase of (theta_i, z_e); it moves by -hand p / n per column
     for j, s in enumerate(profile.corner_phase):
+        if profile.corner_radius[j] > r_max:
+            continue
         back = float(np.mod(hand * (u0 - s), p))  # z_e - z_row(theta_i), right-hand; mirrored for left
         if ROW_MERGE_TOL < back < p / n - ROW_MERGE_TOL:
             theta = dth * (i + back / (p / n))
@@ -200,6 +205,44 @@ def _zipper(za: np.ndarray, ia: list, zb: np.ndarray, ib: list) -> list[tuple[in
         else:
             tris.append((ia[i], ib[j], ib[j + 1]))
             j += 1
+    return tris
+
+
+def _row_keys(profile, theta, z, r, clip, hand) -> list:
+    """Which line of the (theta, z) parameter plane each interior vertex of a column lies on: ``("c", k, j)``
+    for corner ``j`` of turn ``k``, ``("x", k, j)`` for the kink where the clip cuts segment ``j`` of turn
+    ``k``; None for the ends. Vertices on the same line in adjacent columns are joined by an edge."""
+    p, s0 = profile.pitch, profile.corner_phase[0]
+    rel = profile.corner_phase - s0
+    w = z - hand * p * theta / (2.0 * math.pi) - s0
+    kk = np.floor(w / p)
+    uu = w - kk * p
+    near = np.abs(np.append(rel, p)[None, :] - uu[:, None]) <= 2.0 * ROW_MERGE_TOL
+    corner = near.any(axis=1)
+    jc = np.argmax(near, axis=1)
+    kink = ~corner & (np.abs(r - clip(z)) <= ROW_MERGE_TOL) if clip is not None else np.zeros(len(z), bool)
+    js = np.searchsorted(rel, uu, side="right") - 1
+    keys = [None] * len(z)
+    for m in np.flatnonzero(corner | kink):
+        if 0 < m < len(z) - 1:
+            keys[m] = ("c", int(kk[m]) + (jc[m] == 4), int(jc[m]) % 4) if corner[m] else ("x", int(kk[m]), int(js[m]))
+    return keys
+
+
+def _strip(za, ia, ka, zb, ib, kb) -> list[tuple[int, int, int]]:
+    """Triangles between adjacent columns: vertices on the same parameter line (same key) in both columns are
+    joined by an edge (so no triangle straddles a corner or a kink), the rest zipped by height in between."""
+    where_b = {key: j for j, key in enumerate(kb) if key is not None}
+    anchors, last = [(0, 0)], 0
+    for i, key in enumerate(ka):
+        j = where_b.get(key, -1) if key is not None else -1
+        if j > last and i > anchors[-1][0]:
+            anchors.append((i, j))
+            last = j
+    anchors.append((len(za) - 1, len(zb) - 1))
+    tris = []
+    for (i0, j0), (i1, j1) in zip(anchors[:-1], anchors[1:], strict=True):
+        tris += _zipper(za[i0:i1 + 1], ia[i0:i1 + 1], zb[j0:j1 + 1], ib[j0:j1 + 1])
     return tris
 
 
@@ -229,14 +272,16 @@ def helical_tube(
         verts.append(np.column_stack([r * math.cos(th), r * math.sin(th), z]))
         idx.append(list(range(start, start + len(z))))
         start += len(z)
-    rim_ok = [clip is None or float(clip(np.array([z_e]))[0]) >= profile.corner_radius.max() for z_e in (z0, z1)]
+    r_max = [math.inf if clip is None else float(clip(np.array([z_e]))[0]) + ROW_MERGE_TOL for z_e in (z0, z1)]
+    keys = [_row_keys(profile, 2.0 * math.pi * i / n, z, r, clip, handedness) for i, (z, r) in enumerate(cols)]
+    wrap_keys = _row_keys(profile, 2.0 * math.pi, cols[0][0], cols[0][1], clip, handedness)  # column 0 seen at 2 pi
     extra, tris, rims = [], [], ([], [])
     for i in range(n):
         k = (i + 1) % n
         left, right = list(idx[i]), list(idx[k])
         for end, z_e in enumerate((z0, z1)):
             rims[end].append((2.0 * math.pi * i / n, idx[i][-end]))
-            hit = _rim_crossing(profile, n, i, z_e, handedness, end == 1) if rim_ok[end] else None
+            hit = _rim_crossing(profile, n, i, z_e, handedness, end == 1, r_max[end])
             if hit is None:
                 continue
             theta, j, on_right = hit
@@ -255,12 +300,37 @@ def helical_tube(
             else:
                 tris.append((left[-2], x, left[-1]))
                 left[-1] = x
-        tris += _zipper(cols[i][0], left, cols[k][0], right)
+        tris += _strip(cols[i][0], left, keys[i], cols[k][0], right, keys[k] if k else wrap_keys)
     vertices = np.concatenate(verts + ([np.asarray(extra)] if extra else []))
     faces = np.asarray(tris, dtype=np.int64)
     ring = [np.array(sorted(rim)) for rim in rims]
     return HelicalTube(vertices, faces if outward else faces[:, [0, 2, 1]], ring[0][:, 1].astype(np.int64),
                        ring[1][:, 1].astype(np.int64), ring[0][:, 0], ring[1][:, 0])
+
+
+def stack_tubes(tubes: list[HelicalTube]) -> HelicalTube:
+    """One tube from tubes stacked along z, each one's top rim the next one's bottom rim (same planes, made by
+    :func:`helical_tube` with the same profile, segments, handedness and clip, so the shared rims' vertices are
+    bitwise equal); the upper copy of each shared rim is dropped. Used to put every horizontal kink of a
+    clipped thread (where a chamfer cone meets the crest or root circle) on a rim, through its corners."""
+    verts, faces, offset = [tubes[0].vertices], [tubes[0].faces], len(tubes[0].vertices)
+    top = tubes[0].top
+    for t in tubes[1:]:
+        low = verts[0] if len(verts) == 1 else np.concatenate(verts)
+        if len(t.bottom) != len(top) or not np.array_equal(t.vertices[t.bottom], low[top]):
+            raise InvalidInputError("stack_tubes: a tube's bottom rim differs from the top rim below it")
+        keep = np.ones(len(t.vertices), dtype=bool)
+        keep[t.bottom] = False
+        remap = np.empty(len(t.vertices), dtype=np.int64)
+        remap[keep] = offset + np.arange(keep.sum())
+        remap[t.bottom] = top
+        verts.append(t.vertices[keep])
+        faces.append(remap[t.faces])
+        offset += int(keep.sum())
+        top = remap[t.top]
+    b = tubes[0]
+    return HelicalTube(np.concatenate(verts), np.concatenate(faces), b.bottom, top, b.bottom_angle,
+                       tubes[-1].top_angle)
 
 
 def check_handedness(handedness: int) -> int:
