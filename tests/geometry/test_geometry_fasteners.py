@@ -18,6 +18,7 @@ from contactkit.geometry.fasteners import (
     bolt,
     fastener_pair,
     nut,
+    screw_pose,
     thread_profile,
 )
 from contactkit.geometry.prism import cap_faces
@@ -122,7 +123,7 @@ def test_flank_angle_and_flat_widths_from_an_axial_section(m48_bolt):
 
 @pytest.mark.parametrize("hand", [1, -1])
 def test_thread_vertices_are_invariant_under_the_discrete_screw(hand):
-    b = bolt(handedness=hand) if hand == 1 else bolt(handedness=-1, length=0.03)
+    b = bolt(handedness=hand) if hand == 1 else validate_part(bolt(handedness=-1, length=0.03))
     n = b.meta["segments_per_turn"]
     v = _thread_region(b)
     a = 2 * math.pi / n
@@ -141,9 +142,11 @@ def test_nut_fits_the_bolt_in_phase_with_the_designed_gap(m48_bolt, m48_nut):
     distances >= 0 both ways, smallest ~ the flank gap play / 4 (0.1 mm) within the faceting."""
     sag = max(m48_bolt.meta["sagitta"], m48_nut.meta["sagitta"])
     for turn in (0.0, 0.3):
-        a = 2 * math.pi * turn
+        shift, quat = screw_pose(P, 2 * math.pi * turn, z0=2 * P)
+        assert shift == pytest.approx([0.0, 0.0, 2 * P + P * turn])
+        a = 2 * math.atan2(quat[3], quat[0])
+        assert quat[1:3] == pytest.approx([0.0, 0.0]) and math.isclose(a % (2 * math.pi), 2 * math.pi * turn)
         rot = np.array([[math.cos(a), -math.sin(a), 0], [math.sin(a), math.cos(a), 0], [0, 0, 1]])
-        shift = np.array([0.0, 0.0, 2 * P + P * turn])
         d_nut = igl.signed_distance(m48_nut.vertices @ rot.T + shift, m48_bolt.vertices, m48_bolt.faces)[0]
         q = (m48_bolt.vertices - shift) @ rot
         d_bolt = igl.signed_distance(q, m48_nut.vertices, m48_nut.faces)[0]

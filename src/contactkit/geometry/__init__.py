@@ -10,6 +10,7 @@ from contactkit.geometry.fasteners import (
     bolt,
     fastener_pair,
     nut,
+    screw_pose,
 )
 from contactkit.geometry.mass import MassProperties, mass_properties
 from contactkit.geometry.mesh_io import load_mesh, read_obj, save_obj, weld
@@ -65,6 +66,7 @@ __all__ = [
     "polygon",
     "read_obj",
     "save_obj",
+    "screw_pose",
     "signed_distance",
     "signed_volume",
     "slot",

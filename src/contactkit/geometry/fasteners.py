@@ -250,6 +250,23 @@ def nut(
     return Part(label, verts.astype(np.float64), faces.astype(np.int64), (), meta)
 
 
+def screw_pose(pitch: float, angle: float, *, z0: float = 0.0, handedness: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Pose of a nut frame in its bolt's frame after screwing it by ``angle`` [rad] (counter-clockwise seen from
+    +z; for a right-hand thread that raises it) from height ``z0`` [m] with no turn.
+
+    With ``z0`` a whole number of pitches this is the nominal fit of the module docstring: the nut's thread is
+    the bolt's pushed out by ``play / 2``. Returns ``(position (3,) [m], quaternion (4,) w, x, y, z)``:
+    rotation ``angle`` about +z, translation ``z0 + handedness pitch angle / 2 pi`` along +z.
+    """
+    pitch = check_positive("pitch", pitch)
+    hand = check_handedness(handedness)
+    a, z0 = float(angle), float(z0)
+    if not (math.isfinite(a) and math.isfinite(z0)):
+        raise InvalidInputError(f"screw_pose: angle {angle!r} and z0 {z0!r} must be finite")
+    pos = np.array([0.0, 0.0, z0 + hand * pitch * a / (2.0 * math.pi)])
+    return pos, np.array([math.cos(a / 2.0), 0.0, 0.0, math.sin(a / 2.0)])
+
+
 def fastener_pair(
     diameter: float, pitch: float, play: float = PAPER_PLAY, *, segments: int = DEFAULT_THREAD_SEGMENTS
 ) -> tuple[Part, Part]:
