@@ -15,7 +15,7 @@ from contactkit.geometry.assembly_parts import (
     paper_hole,
     paper_peg,
 )
-from contactkit.geometry.validate import is_convex, signed_volume
+from contactkit.geometry.validate import check_self_intersections, is_convex, signed_volume
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,7 @@ def hole():
 def test_parts_are_valid_solids_near_the_paper_counts(peg, hole):
     for part, paper in ((peg, 4786), (hole, 5324)):
         validate_part(part)
+        check_self_intersections(part.vertices, part.faces, part.name)
         assert signed_volume(part.vertices, part.faces) > 0
         assert abs(len(part.faces) - paper) / paper < 0.1
         assert part.meta["n_triangles"] == len(part.faces)

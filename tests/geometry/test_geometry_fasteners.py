@@ -23,7 +23,7 @@ from contactkit.geometry.fasteners import (
 )
 from contactkit.geometry.prism import cap_faces
 from contactkit.geometry.threads import helical_tube, phase, profile_radius
-from contactkit.geometry.validate import check_solid, signed_volume
+from contactkit.geometry.validate import check_self_intersections, check_solid, signed_volume
 
 D, P = M48_DIAMETER, M48_PITCH
 CHAMFER_TOL = 25e-6
@@ -69,6 +69,7 @@ def test_iso_68_1_basic_profile_dimensions():
 def test_bolt_and_nut_are_valid_solids(m48_bolt, m48_nut):
     for part in (m48_bolt, m48_nut):
         validate_part(part)
+        check_self_intersections(part.vertices, part.faces, part.name)
         assert part.pieces == () and part.meta["convex_pieces_missing"] is True
         assert part.meta["n_triangles"] == len(part.faces)
         assert part.meta["sagitta"] < 8e-6  # well under the 40 µm accuracy bar of the helical depth network

@@ -136,7 +136,7 @@ def bolt(
     Args:
         diameter: major diameter ``D`` [m]; pitch: ``p`` [m]; length: [m], at least ``2 p`` plus the chamfer.
         segments: columns per turn ``N``; handedness: +1 right-hand (the default, ISO), -1 left-hand.
-        name: part name; default ``"bolt(M<D in mm>x<p in mm>)"``.
+        name: part name; default ``"bolt(M<D in mm>x<p in mm>)"``, with ``-LH`` for a left-hand thread.
 
     Returns:
         :class:`Part` with no convex pieces; ``meta`` holds kind ``"bolt"``, D, p, H, D1, D2, play (0),
@@ -165,7 +165,7 @@ def bolt(
     ])
     meta = _thread_meta("bolt", prof, n, hand, faces)
     meta.update({"play": 0.0, "length": length, "chamfer_top_radius": r_top, "chamfer_start_z": z_ch})
-    label = name or f"bolt(M{prof.diameter * 1e3:g}x{prof.pitch * 1e3:g})"
+    label = name or f"bolt(M{prof.diameter * 1e3:g}x{prof.pitch * 1e3:g}{'' if hand == 1 else '-LH'})"
     return Part(label, verts.astype(np.float64), faces.astype(np.int64), (), meta)
 
 
@@ -246,7 +246,7 @@ def nut(
     ])
     meta = _thread_meta("nut", prof, n, hand, faces)
     meta.update({"play": play, "thickness": thickness, "length": thickness, "across_flats": across_flats})
-    label = name or f"nut(M{prof.diameter * 1e3:g}x{prof.pitch * 1e3:g})"
+    label = name or f"nut(M{prof.diameter * 1e3:g}x{prof.pitch * 1e3:g}{'' if hand == 1 else '-LH'})"
     return Part(label, verts.astype(np.float64), faces.astype(np.int64), (), meta)
 
 
