@@ -134,3 +134,26 @@ def test_default_networks_are_the_committed_files_of_the_source_checkout(tmp_pat
     monkeypatch.chdir(source_root())
     assert bench._net_path(None, "peg-in-hole") == Path("models/depth-paper-hole/hole.safetensors")
     assert bench._net_path("elsewhere/x.safetensors", "bolting") == Path("elsewhere/x.safetensors")
+
+
+@pytest.mark.parametrize("hand", [1, -1])
+def test_screwing_follows_the_thread(hand):
+    """Without play the poses lie on geometry.fasteners.screw_pose's helix (turn a, rise hand·p·a/2π, up to
+    whole turns), the nut never touches (gap: the flank gap play/4, less the faceting of 32 columns per turn when
+    the columns do not line up), and the nut goes down as it turns."""
+    from contactkit.geometry.fasteners import screw_pose
+
+    pitch = 0.00175
+    b = bolt(0.012, pitch, 0.012, segments=32, handedness=hand)
+    m = nut(0.012, pitch, 4e-4, 0.006, 0.02, segments=32, handedness=hand)
+    got = poses.screwing_poses(b, m, z_start=4 * pitch, turns=2.0, pitch=pitch, handedness=hand, radial_play=0.0,
+                               n=8, penetrating_share=0.0, rng=np.random.default_rng(2))
+    for pos, quat in zip(got.pos, got.quat, strict=True):
+        a = 2.0 * math.atan2(quat[3], quat[0])
+        ref_pos, ref_quat = screw_pose(pitch, a, z0=4 * pitch, handedness=hand)
+        turns = (pos[2] - ref_pos[2]) / pitch
+        assert turns == pytest.approx(round(turns), abs=1e-9) and round(turns) in (0, -1, -2)
+        np.testing.assert_allclose(pos[:2], 0.0, atol=1e-15)
+        np.testing.assert_allclose(quat_to_mat(quat), quat_to_mat(ref_quat), atol=1e-12)
+    assert got.pos[:, 2].max() <= 4 * pitch and got.pos[:, 2].min() >= 2 * pitch
+    assert np.all(got.gap <= 1.01e-4) and np.all(got.gap > 0.5e-4)  # below play/4 only by the coarse faceting
