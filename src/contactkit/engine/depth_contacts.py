@@ -52,7 +52,7 @@ def scene_depth_nets(scene: Scene) -> dict[int, DepthNet]:
     is set (loaded and checked against the static's part by :func:`contactkit.depth.load_depth_net`)."""
     nets = {}
     for b, static in enumerate(scene.statics):
-        path = getattr(static, "depth_model", None)
+        path = static.depth_model
         if path is not None:
             from contactkit.depth import load_depth_net  # torch: imported only by scenes that use a network
 
