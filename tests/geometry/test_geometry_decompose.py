@@ -11,6 +11,7 @@ from contactkit.geometry import (
     DecompositionSettings,
     box,
     decompose,
+    decomposition_errors,
     hull_piece,
     load_mesh,
     mesh_sha256,
@@ -18,7 +19,6 @@ from contactkit.geometry import (
     slot,
     validate_part,
 )
-from contactkit.geometry.decompose import decomposition_errors
 
 MESHES = Path(__file__).resolve().parents[1] / "data" / "meshes"
 FAST = DecompositionSettings(resolution=500, n_samples=5000)

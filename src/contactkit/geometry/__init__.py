@@ -4,6 +4,7 @@ mesh files, validation, and mass properties. Conventions: :mod:`contactkit.geome
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.boxes import box
 from contactkit.geometry.decompose import DecompositionReport, DecompositionSettings, PreprocessMode, decompose
+from contactkit.geometry.decomposition_error import decomposition_errors
 from contactkit.geometry.fasteners import (
     GENERALISATION_PAIRS,
     FastenerSpec,
@@ -48,6 +49,7 @@ __all__ = [
     "bolt",
     "box",
     "decompose",
+    "decomposition_errors",
     "face_normals",
     "fastener_pair",
     "hole_apothem",

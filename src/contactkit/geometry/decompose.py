@@ -13,21 +13,8 @@ Cache: one JSON file per (mesh, settings, CoACD version) under ``cache_dir``, na
 file renamed into place). A cache entry is used only when it parses, names the same mesh hash and settings, and
 every piece passes :func:`validate_part` (a closed convex solid); anything else is ignored and rebuilt. No pickle.
 
-Error report (:class:`DecompositionReport`), estimated with ``settings.n_samples`` points drawn by a generator
-seeded with ``settings.seed``:
-
-- ``volume_error``: ``vol(U Δ M) / vol(M)``, ``U`` the union of pieces and ``M`` the solid, by Monte-Carlo
-  over their common bounding box (inside ``M``: libigl's fast winding number > 1/2; inside ``U``: inside the
-  half-spaces of some piece);
-- ``hausdorff`` [m]: two-sided Hausdorff distance between the mesh surface and the boundary of ``U``, over
-  points sampled on both (area-weighted) and their vertices. Surface points of ``U``: piece-surface samples
-  that lie inside no other piece, nor within ``GAP_RTOL`` of the extent outside one (a sliver between pieces
-  inside the solid is no boundary); their distance to the mesh is exact (libigl). Mesh points outside ``U``:
-  exact distance to the nearest piece; mesh points inside ``U`` by at most the sliver width: their depth in
-  the deepest piece; deeper ones: distance to the nearest ``U`` sample (an upper bound: sample spacing and the
-  seams dropped as slivers add to it; the exact value lies between ``max_protrusion`` and it);
-- ``max_protrusion`` [m]: how far ``U`` sticks out of the solid at most (signed distance of the ``U`` samples,
-  positive outside): what a decomposition takes off a fit's clearance.
+Error report (:class:`DecompositionReport`): :mod:`contactkit.geometry.decomposition_error`, with
+``settings.n_samples`` points drawn by a generator seeded with ``settings.seed``.
 """
 
 from __future__ import annotations
@@ -45,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import GeometryError, InvalidInputError
+from contactkit.geometry.decomposition_error import decomposition_errors
 from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
-from contactkit.geometry.signed_distance import signed_distance
 from contactkit.geometry.validate import (
     check_self_intersections,
     hull_piece,
@@ -57,20 +44,6 @@ from contactkit.geometry.validate import (
 
 CACHE_FORMAT = 1
 """Version of the cache files' layout; part of the cache key."""
-
-INSIDE_RTOL = 1e-9
-"""A point is strictly inside a piece when it lies this fraction of the part's extent inside every face plane."""
-
-GAP_RTOL = 1e-3
-"""A gap between pieces narrower than this fraction of the part's extent counts as closed: the two sides of such
-a gap (CoACD's cuts leave slivers of tens of µm between pieces, inside the solid) are not the union's boundary."""
-
-BOX_PAD_RTOL = 1e-3
-"""The Monte-Carlo box is the bounding box of the mesh and pieces, grown by this fraction of the extent."""
-
-CHUNK = 4096
-"""Points per block in the half-space tests (bounds memory to CHUNK x faces x pieces)."""
-
 
 class PreprocessMode(Enum):
     """CoACD's manifold preprocessing. ``OFF`` (default): the part is already a checked closed manifold, and
@@ -140,7 +113,8 @@ class DecompositionSettings:
 
 @dataclass(frozen=True)
 class DecompositionReport:
-    """What :func:`decompose` did and how far its pieces are from the mesh (module docstring).
+    """What :func:`decompose` did and how far its pieces are from the mesh
+    (:mod:`contactkit.geometry.decomposition_error`).
 
     Attributes:
         method: ``"coacd"``, or ``"convex-hull"`` for a convex part.
@@ -209,7 +183,7 @@ def decompose(
             method, pieces = "convex-hull", (hull_piece(part.vertices, label),)
         else:
             method, pieces = "coacd", _run_coacd(part, settings, label)
-        errors = _errors(part, pieces, np.random.default_rng(settings.seed), settings.n_samples)
+        errors = decomposition_errors(part, pieces, np.random.default_rng(settings.seed), settings.n_samples)
         report = DecompositionReport(method, len(pieces), *errors, seconds=time.perf_counter() - start,
                                      cached=False, mesh_sha256=digest)
         if path is not None:
@@ -298,94 +272,3 @@ def _write_cache(path: Path, digest: str, settings: DecompositionSettings, piece
     except OSError:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-
-
-# ---- error report -------------------------------------------------------------------------------------------
-def _planes(piece: ConvexPiece) -> np.ndarray:
-    """``(F, 4)`` face planes ``(n, o)`` of a convex piece, ``n·x <= o`` inside, ``|n| = 1``."""
-    v, f = piece.vertices, piece.faces
-    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
-    n /= np.linalg.norm(n, axis=1, keepdims=True)
-    return np.column_stack([n, np.einsum("ij,ij->i", n, v[f[:, 0]])])
-
-
-def _depth_in(points: np.ndarray, planes: np.ndarray) -> np.ndarray:
-    """``(N,)`` how far each point lies inside a convex piece: ``min_k (o_k - n_k·x)`` [m] (< 0 outside)."""
-    out = np.empty(len(points))
-    for i in range(0, len(points), CHUNK):
-        p = points[i:i + CHUNK]
-        out[i:i + CHUNK] = (planes[:, 3][None, :] - p @ planes[:, :3].T).min(axis=1)
-    return out
-
-
-def _surface_samples(v: np.ndarray, f: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n, 3)`` points uniform over the area of triangles ``f`` of ``v``."""
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
-    k = rng.choice(len(f), size=n, p=area / area.sum())
-    r1, r2 = rng.random(n), rng.random(n)
-    s = np.sqrt(r1)
-    return (1 - s)[:, None] * a[k] + (s * (1 - r2))[:, None] * b[k] + (s * r2)[:, None] * c[k]
-
-
-def decomposition_errors(
-    part: Part, pieces: tuple[ConvexPiece, ...], rng: np.random.Generator, n_samples: int = 20000
-) -> tuple[float, float, float]:
-    """How far convex ``pieces`` are from the solid bounded by ``part``'s mesh (module docstring).
-
-    Args:
-        part: a closed outward mesh, part frame [m]; pieces: convex pieces in the same frame (non-empty);
-        rng: the sampler; n_samples: points per sample set.
-
-    Returns:
-        ``(volume_error = vol(U Δ M)/vol(M), hausdorff [m], max_protrusion [m])``, ``U`` the union of the pieces.
-    """
-    if not pieces:
-        raise GeometryError(f"part {part.name!r}: no convex pieces to measure")
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return _errors(part, tuple(pieces), rng, int(n_samples))
-
-
-def _errors(part: Part, pieces, rng: np.random.Generator, n: int) -> tuple[float, float, float]:
-    """``(volume_error, hausdorff [m], max_protrusion [m])`` of the module docstring."""
-    import igl
-    from scipy.spatial import cKDTree
-
-    planes = [_planes(p) for p in pieces]
-    allv = np.concatenate([part.vertices] + [p.vertices for p in pieces])
-    lo, hi = allv.min(axis=0), allv.max(axis=0)
-    extent = float((hi - lo).max())
-    tol, gap = INSIDE_RTOL * extent, GAP_RTOL * extent
-    # boundary of the union: piece-surface samples (and vertices) inside no other piece nor across a sliver
-    union_pts = []
-    per_piece = max(1, n // len(pieces))
-    for i, p in enumerate(pieces):
-        pts = np.concatenate([_surface_samples(p.vertices, p.faces, per_piece, rng), p.vertices])
-        keep = np.ones(len(pts), dtype=bool)
-        for j, pl in enumerate(planes):
-            if j != i:
-                keep &= _depth_in(pts, pl) <= -gap
-        union_pts.append(pts[keep])
-    u = np.concatenate(union_pts)
-    d_u = signed_distance(part, u)
-    # mesh surface samples: exact distance to the pieces when outside the union, else to the nearest union sample
-    m = np.concatenate([_surface_samples(part.vertices, part.faces, n, rng), part.vertices])
-    depth = np.max([_depth_in(m, pl) for pl in planes], axis=0)
-    cat_v = np.concatenate([p.vertices for p in pieces])
-    offsets = np.cumsum([0] + [len(p.vertices) for p in pieces[:-1]])
-    cat_f = np.concatenate([p.faces + o for p, o in zip(pieces, offsets, strict=True)])
-    d_m = np.abs(signed_distance((cat_v, cat_f), m))
-    d_m[depth > tol] = depth[depth > tol]  # just inside: the depth in the deepest piece (a protrusion over p)
-    deep = depth > gap
-    if deep.any():
-        d_m[deep] = cKDTree(u).query(m[deep])[0]
-    hausdorff = float(max(np.abs(d_u).max(), d_m.max()))
-    # volume: Monte-Carlo over the padded common bounding box
-    pad = BOX_PAD_RTOL * extent
-    q = lo - pad + rng.random((n, 3)) * (hi - lo + 2 * pad)
-    in_m = igl.fast_winding_number(part.vertices, part.faces, q) > 0.5
-    in_u = np.max([_depth_in(q, pl) for pl in planes], axis=0) > 0
-    box = float(np.prod(hi - lo + 2 * pad))
-    volume_error = box * float(np.mean(in_m != in_u)) / signed_volume(part.vertices, part.faces)
-    return volume_error, hausdorff, max(0.0, float(d_u.max()))
