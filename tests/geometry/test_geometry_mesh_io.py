@@ -260,3 +260,17 @@ def test_faces_sharing_an_edge_cross_only_when_folded_flat(apex, folded):
             check_self_intersections(v, f, "pair")
     else:
         check_self_intersections(v, f, "pair")
+
+
+@pytest.mark.parametrize("fmt", ["stl", "ply", "off"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_coordinates_in_other_formats_are_refused(tmp_path, fmt, bad):
+    """trimesh reads NaN and Inf through; the loader refuses them: an error, never a part."""
+    part = box((0.01, 0.01, 0.01))
+    v = part.vertices.copy()
+    v[3, 2] = bad
+    path = tmp_path / f"bad.{fmt}"
+    with np.errstate(invalid="ignore"):  # trimesh's STL writer computes normals
+        trimesh.Trimesh(v, part.faces, process=False).export(path)
+    with pytest.raises(GeometryError, match=rf"bad\.{fmt}.*non-finite"):
+        load_mesh(path)

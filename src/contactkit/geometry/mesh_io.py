@@ -30,6 +30,7 @@ every format:
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +152,9 @@ def _read_with_trimesh(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
     data = _read_bytes(path)
     try:
-        mesh = trimesh.load_mesh(io.BytesIO(data), file_type=path.suffix.lower()[1:], process=False)
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # NaN/Inf are refused below, silently here
+            warnings.simplefilter("ignore")
+            mesh = trimesh.load_mesh(io.BytesIO(data), file_type=path.suffix.lower()[1:], process=False)
         v, f = np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64)
     except Exception as e:  # third-party parser on untrusted bytes: any failure means "cannot parse"
         raise GeometryError(f"mesh file '{path}': cannot parse as {path.suffix} ({type(e).__name__}: "
