@@ -140,3 +140,12 @@ def test_bad_parts_are_refused(ell):
         decompose(crossed, FAST)
     with pytest.raises(InvalidInputError, match="settings"):
         decompose(box((0.01, 0.01, 0.01)), {"threshold": 0.1})
+
+
+def test_coacd_prints_nothing(ell, capfd):
+    import coacd
+
+    coacd.set_log_level("info")  # CoACD's default: a table of settings and progress on stdout
+    decompose(ell, DecompositionSettings(resolution=500, n_samples=1000, seed=3))
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

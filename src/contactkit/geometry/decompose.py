@@ -45,6 +45,9 @@ from contactkit.geometry.validate import (
 CACHE_FORMAT = 1
 """Version of the cache files' layout; part of the cache key."""
 
+DEFAULT_CACHE_DIR = Path("~/.cache/contactkit/coacd")
+"""Where the command line keeps decompositions (``decompose`` itself caches only where it is told to)."""
+
 class PreprocessMode(Enum):
     """CoACD's manifold preprocessing. ``OFF`` (default): the part is already a checked closed manifold, and
     preprocessing would remesh it through a voxel grid (``preprocess_resolution``), moving the surface by a voxel;
@@ -154,8 +157,8 @@ def decompose(
             itself (:func:`check_self_intersections`); vertices in the part frame [m]. Its existing pieces are
             ignored.
         settings: CoACD parameters and the report's sampling (:class:`DecompositionSettings`); ``None``: defaults.
-        cache_dir: folder of cached decompositions (created if missing); ``None``: no cache. The command line
-            uses ``~/.cache/contactkit/coacd``.
+        cache_dir: folder of cached decompositions (created if missing; ``~`` expanded); ``None``: no cache. The
+            command line uses :data:`DEFAULT_CACHE_DIR`.
 
     Returns:
         ``(part with pieces (ConvexPiece, ...) in the part frame, DecompositionReport)``; the part's meta gains
