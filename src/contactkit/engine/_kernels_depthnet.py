@@ -238,15 +238,19 @@ def evaluate(ds, s, points, depth, grad, below):
             n_near += 1
     g1 = np.empty((n_near, n_hidden))
     _backward(ds, s, h1[:n_near], h2[:n_near], slope, np.empty((n_near, n_hidden)), g1)
+    w0 = ds.w0[s]
+    acc = np.empty(MAX_FEATURES)
     for q in range(n_near):
         p = near[q]
+        acc[:] = 0.0
+        for j in range(n_hidden):  # ∂d/∂x̂ = g1 W0: four independent sums
+            gj = g1[q, j]
+            for i in range(MAX_FEATURES):
+                acc[i] += gj * w0[j, i]
         for i in range(MAX_FEATURES):
-            acc = 0.0
-            for j in range(n_hidden):
-                acc += g1[q, j] * ds.w0[s, j, i]
-            acc *= 2.0 / (ds.hi[s, i] - ds.lo[s, i])
+            a = acc[i] * 2.0 / (ds.hi[s, i] - ds.lo[s, i])
             for c in range(3):
-                grad[p, c] += acc * jac[p, i, c]
+                grad[p, c] += a * jac[p, i, c]
 
 
 @njit(cache=True)
