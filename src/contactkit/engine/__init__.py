@@ -8,7 +8,9 @@ steps runs
 1. :func:`._kernels_dynamics.free_velocity` — the impedance law (damping implicit), gravity, viscous damping, the
    wrist armature and the gyroscopic term in passive-midpoint form (tight-tolerance paper eq 1);
 2. :func:`._kernels_contacts.node_contacts` — tool vertices against environment pieces and back, speculative margins
-   (static planes and grids precomputed once by :func:`._kernels_geometry.contact_geometry`), then
+   (static planes and grids precomputed once by :func:`._kernels_geometry.contact_geometry`), and the tool's surface
+   nodes against the learned depth network of every static that has one (``StaticBody.depth_model``, tight-tolerance
+   paper §III-A: :func:`._kernels_depthnet.depth_contacts`, set up by :mod:`.depth_contacts`), then
    :func:`._kernels_reduce.reduce_contacts` — canonical order and clustering — and the warm start by feature key;
 3. :mod:`._kernels_solve` — matrix-free problem rows and :func:`~._kernels_solve.solve_box` (``SolverKind.BOX_PGS``)
    or :func:`~._kernels_solve.solve_cone` (``SolverKind.CONE_SOR``);
