@@ -7,7 +7,9 @@ same F/T convention (contact wrench on the tool, sensor frame, torque about the 
 the control period, bias and noise of :class:`~contactkit.physics.WorldParams`) — so the dataset writer,
 policies and tasks take either. Physics: velocity-level rigid contact with the Signorini condition and
 Coulomb friction (tight-tolerance paper eqs 1–3; box friction of the pushing paper, eqs 5–8, on request), node
-contacts from the scene's convex pieces, warm-started matrix-free solvers, position projection. A control period is
+contacts from the scene's convex pieces (for a static with a ``depth_model``: from its learned depth network
+instead, :mod:`contactkit.engine.depth_contacts`), warm-started matrix-free solvers, position projection. A control
+period is
 ``ceil(control_dt / EngineParams.max_step)`` engine steps; each reads
 collide → build problem → solve → sense → integrate (:func:`contactkit.engine._kernels_step.advance`).
 The period runs in numba because measurement demanded it: one COAL contact query
