@@ -107,15 +107,21 @@ def test_cache_hit_corrupt_and_foreign_entries(ell, ell_decomposed, tmp_path):
     good = entry.read_text()
     d = json.loads(good)
     bad_piece = {"vertices": ell.vertices.tolist(), "faces": ell.faces.tolist()}  # the L itself: not convex
+    far = [{"vertices": (np.asarray(p["vertices"]) + 1.0).tolist(), "faces": p["faces"]} for p in d["pieces"]]
     for corrupt in ("{not json", good[: len(good) // 2], json.dumps(d | {"mesh_sha256": "0" * 64}),
-                    json.dumps(d | {"pieces": [bad_piece]}), json.dumps(d | {"pieces": []}), "[]"):
+                    json.dumps(d | {"pieces": [bad_piece]}), json.dumps(d | {"pieces": []}), "[]",
+                    json.dumps(d | {"pieces": far})):
         entry.write_text(corrupt)
         rebuilt, r = decompose(ell, FAST, cache_dir=tmp_path)
         assert not r.cached and r.n_pieces == report.n_pieces
         assert json.loads(entry.read_text())["mesh_sha256"] == report.mesh_sha256  # rewritten whole
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    assert decompose(ell, FAST, cache_dir=blocked)[1].n_pieces == report.n_pieces  # cannot cache: still decomposes
     other = DecompositionSettings(resolution=400, n_samples=5000)
     decompose(ell, other, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("*.json"))) == 2  # the settings are part of the key
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 @pytest.mark.parametrize("kwargs", [{"threshold": 0.0}, {"threshold": 1.5}, {"threshold": "0.1"},

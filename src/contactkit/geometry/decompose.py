@@ -10,8 +10,9 @@ A convex part needs no search: its one piece is its hull, and CoACD is not run.
 
 Cache: one JSON file per (mesh, settings, CoACD version) under ``cache_dir``, named by the SHA-256 of
 ``mesh_sha256(part.vertices, part.faces)``, the settings and the CoACD version; written atomically (a temporary
-file renamed into place). A cache entry is used only when it parses, names the same mesh hash and settings, and
-every piece passes :func:`validate_part` (a closed convex solid); anything else is ignored and rebuilt. No pickle.
+file renamed into place). A cache entry is used only when it parses, names the same mesh hash and settings, every
+piece passes :func:`validate_part` (a closed convex solid) and lies within the part's bounding box (to
+``CACHE_BOX_RTOL``); anything else is ignored and rebuilt. No pickle.
 
 Error report (:class:`DecompositionReport`): :mod:`contactkit.geometry.decomposition_error`, with
 ``settings.n_samples`` points drawn by a generator seeded with ``settings.seed``.
@@ -44,6 +45,10 @@ from contactkit.geometry.validate import (
 
 CACHE_FORMAT = 1
 """Version of the cache files' layout; part of the cache key."""
+
+CACHE_BOX_RTOL = 1e-3
+"""A cached piece reaching beyond the part's bounding box by more than this fraction of its extent is not
+trusted (CoACD's hulls are spanned by points of the part)."""
 
 DEFAULT_CACHE_DIR = Path("~/.cache/contactkit/coacd")
 """Where the command line keeps decompositions (``decompose`` itself caches only where it is told to)."""
@@ -253,7 +258,10 @@ def _read_cache(path: Path, part: Part, digest: str, settings: DecompositionSett
         r = d["report"]
         report = DecompositionReport(str(r["method"]), len(pieces), float(r["volume_error"]), float(r["hausdorff"]),
                                      float(r["max_protrusion"]), float(r["seconds"]), True, digest)
-        if r["n_pieces"] != len(pieces) or not pieces:
+        lo, hi = part.vertices.min(axis=0), part.vertices.max(axis=0)
+        margin = CACHE_BOX_RTOL * float((hi - lo).max())
+        outside = any(((p.vertices < lo - margin) | (p.vertices > hi + margin)).any() for p in pieces)
+        if r["n_pieces"] != len(pieces) or not pieces or outside:
             return None
         return pieces, report
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError):
