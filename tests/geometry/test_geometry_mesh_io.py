@@ -199,18 +199,25 @@ def _corner_pushed_through():
     return v, b.faces
 
 
-@pytest.mark.parametrize(("fmt", "mesh"), [("obj", "boxes"), ("stl", "boxes"), ("obj", "corner")])
+SELF_INTERSECTING = {
+    "boxes": lambda: _two_boxes([0.01, 0.005, 0.003]),  # overlapping volumes
+    "glued": lambda: _two_boxes([0.02, 0.005, 0.003]),  # face to face: coplanar faces overlap, no vertex shared
+    "corner": _corner_pushed_through,
+}
+
+
+@pytest.mark.parametrize(("fmt", "mesh"), [("obj", "boxes"), ("stl", "boxes"), ("obj", "corner"), ("obj", "glued")])
 def test_self_intersecting_mesh_is_refused(tmp_path, fmt, mesh):
     from contactkit.geometry.validate import check_solid
 
-    v, f = _two_boxes([0.01, 0.005, 0.003]) if mesh == "boxes" else _corner_pushed_through()
+    v, f = SELF_INTERSECTING[mesh]()
     check_solid(v, f, "mesh")  # closed, outward, non-degenerate: only the new check can tell
     path = tmp_path / f"bad.{fmt}"
     if fmt == "obj":
         save_obj(path, v, f)
     else:
         trimesh.Trimesh(v, f, process=False).export(path)
-    with pytest.raises(GeometryError, match=rf"bad\.{fmt}.*self-intersecting: faces \d+ and \d+ cross"):
+    with pytest.raises(GeometryError, match=rf"bad\.{fmt}.*self-intersecting: faces \d+ and \d+ intersect"):
         load_mesh(path)
 
 
@@ -236,14 +243,17 @@ def test_touching_but_separate_solids_are_not_self_intersecting(tmp_path):
         check_self_intersections(piece.vertices, piece.faces, "hull")
 
 
-@pytest.mark.parametrize(("c", "d", "crosses"), [((1, 0, -1), (1, 0, 1), True), ((-1, 0, -1), (-1, 0, 1), False)])
+@pytest.mark.parametrize(("c", "d", "crosses"), [
+    ((1, 0, -1), (1, 0, 1), True), ((-1, 0, -1), (-1, 0, 1), False),  # across each other's planes
+    ((2, -0.5, 0), (2, 0.5, 0), True), ((-1, 1, 0), (-1, -1, 0), False),  # in one plane
+])
 def test_faces_sharing_a_vertex_cross_only_beyond_it(c, d, crosses):
     from contactkit.geometry.validate import check_self_intersections
 
     v = np.array([[0, 0, 0], [1, -1, 0], [1, 1, 0], c, d], dtype=float)
     f = np.array([[0, 1, 2], [0, 3, 4]])
     if crosses:
-        with pytest.raises(GeometryError, match="faces 0 and 1 cross"):
+        with pytest.raises(GeometryError, match="faces 0 and 1 intersect"):
             check_self_intersections(v, f, "pair")
     else:
         check_self_intersections(v, f, "pair")

@@ -301,6 +301,39 @@ def _pairs_intersect(v, f, n, pairs, tol) -> np.ndarray:
     m = shared == 1
     if m.any():
         hit[m] = _one_vertex_overlap(v, fi[m], fj[m], ni[m], nj[m], tol)
+    # coplanar faces sharing at most a vertex: overlap in their plane
+    d = np.abs(np.einsum("ikj,ij->ik", v[fj] - v[fi][:, :1], ni)).max(axis=1)
+    m = (shared <= 1) & (np.abs(np.einsum("ij,ij->i", ni, nj)) > 1.0 - 1e-12) & (d <= tol)
+    if m.any():
+        hit[m] |= _coplanar_overlap(v[fi[m]], v[fj[m]], ni[m], tol)
+    return hit
+
+
+def _coplanar_overlap(a: np.ndarray, b: np.ndarray, n: np.ndarray, tol: float) -> np.ndarray:
+    """For coplanar triangles ``a, b (P, 3, 3)`` (unit normal ``n`` of ``a``): whether their interiors overlap,
+    i.e. an edge of one properly crosses an edge of the other, or a vertex of one lies strictly inside the other."""
+    u = np.cross(n, np.where(np.abs(n[:, :1]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]]))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    w = np.cross(n, u)
+    a2 = np.stack([np.einsum("ikj,ij->ik", a, u), np.einsum("ikj,ij->ik", a, w)], axis=-1)
+    b2 = np.stack([np.einsum("ikj,ij->ik", b, u), np.einsum("ikj,ij->ik", b, w)], axis=-1)
+
+    def side(p, q, r):  # signed distance of r from the line p -> q (left positive)
+        e = q - p
+        return (e[:, 0] * (r - p)[:, 1] - e[:, 1] * (r - p)[:, 0]) / np.maximum(np.linalg.norm(e, axis=1), 1e-300)
+
+    def strictly_inside(x, t):  # point x (P, 2) strictly inside triangle t (P, 3, 2) of either orientation
+        s = np.stack([side(t[:, k], t[:, (k + 1) % 3], x) for k in range(3)])
+        return (s > tol).all(axis=0) | (s < -tol).all(axis=0)
+
+    hit = np.zeros(len(a), dtype=bool)
+    for k in range(3):
+        hit |= strictly_inside(a2[:, k], b2) | strictly_inside(b2[:, k], a2)
+        for m in range(3):
+            p0, p1, q0, q1 = a2[:, k], a2[:, (k + 1) % 3], b2[:, m], b2[:, (m + 1) % 3]
+            s0, s1, s2, s3 = side(p0, p1, q0), side(p0, p1, q1), side(q0, q1, p0), side(q0, q1, p1)
+            hit |= (((s0 > tol) & (s1 < -tol)) | ((s0 < -tol) & (s1 > tol))) & (
+                ((s2 > tol) & (s3 < -tol)) | ((s2 < -tol) & (s3 > tol)))
     return hit
 
 
@@ -329,14 +362,15 @@ def check_self_intersections(vertices: np.ndarray, faces: np.ndarray, label: str
     Broad phase: triangle bounding boxes, sweep and prune. Exact tests (float64, tolerance
     ``SELF_INTERSECTION_RTOL`` × extent, so grazing contacts pass): faces with no common vertex intersect when an
     edge of one properly crosses the other's interior; faces sharing one vertex when they overlap along their
-    planes' common line beyond it; faces sharing an edge when folded flat onto each other. Not detected: coplanar
-    overlaps of faces that share at most one vertex.
+    planes' common line beyond it; faces sharing an edge when folded flat onto each other; coplanar faces sharing
+    at most a vertex when an edge of one properly crosses an edge of the other or a vertex of one lies strictly
+    inside the other (not detected: coplanar faces sharing a vertex whose sectors coincide exactly).
 
     Args:
         vertices: ``(V, 3)`` [m]; faces: ``(F, 3)`` triangles with non-zero area (:func:`check_faces`).
 
     Raises:
-        GeometryError: ``"<label>: self-intersecting: faces i and j cross ..."``.
+        GeometryError: ``"<label>: self-intersecting: faces i and j intersect ..."``.
     """
     v = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64)
@@ -349,5 +383,5 @@ def check_self_intersections(vertices: np.ndarray, faces: np.ndarray, label: str
         hit = _pairs_intersect(v, f, n, block, tol)
         if hit.any():
             i, j = sorted(int(x) for x in block[np.argmax(hit)])
-            raise _fail(label, f"self-intersecting: faces {i} and {j} cross ({int(hit.sum())} crossing pairs in "
-                        "this block); the surface passes through itself")
+            raise _fail(label, f"self-intersecting: faces {i} and {j} intersect ({int(hit.sum())} such pairs in "
+                        "this block): the surface passes through or folds onto itself")
