@@ -12,18 +12,28 @@ autograd) must agree to round-off (``*_F64``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
 
+from contactkit.depth import save_depth_net
 from contactkit.depth.coordinates import Coordinates, features_torch
 from contactkit.depth.network import DepthNet, mlp, query
+from contactkit.engine import EngineContactModel, EngineWorld
 from contactkit.engine._kernels_depthnet import depth_at, depth_contacts
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.layout import NORMAL_COLS, POINT_COLS, ROW_DISTANCE, ROW_FRICTION, ROW_WIDTH
+from contactkit.geometry import mass_properties, mesh_sha256
+from contactkit.geometry.assembly_parts import paper_hole, paper_peg
+from contactkit.geometry.validate import hull_piece
+from contactkit.model import ActionMode
+from contactkit.physics import WorldParams
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
+from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
+from contactkit.state import BodyState
 
 DEPTH_TOL_F32 = 2e-6
 """|d_numba − d_torch32| / depth_scale (float32 MLP, see the module docstring)."""
@@ -116,3 +126,66 @@ def test_contact_rows_follow_the_margin_and_the_motion():
     closing = np.maximum(normal[:, 2], 0.0)
     expect = (depth <= margin) | (depth <= margin + 0.01 * closing)
     assert k2 == np.count_nonzero(expect & np.isfinite(depth)) > k
+
+
+def cup_net(part, floor: float, hidden: int = 64, scale: float = 1.0) -> DepthNet:
+    """A hand-built network of a blind hole (cylindrical): ``d(r, z) = min(R − r, z − floor)`` exactly (two ReLU
+    units; tanh is linear to 1e-9 m at these depths with ``scale`` = 1 m), on ``r ≤ R + 2 mm``, ``z`` from 2 mm
+    below the floor to 0.1 mm below the hole's top. R is the hole's radius; ``floor`` [m] where its floor is."""
+    radius, top = part.meta["hole_apothem"], part.meta["depth"]
+    lo, hi = np.array([0.0, floor - 2e-3]), np.array([radius + 2e-3, top - 1e-4])
+    half = (hi - lo) / 2.0
+    centre, big = lo + half, 1.0  # f = centre + half x̂; unit 0 = z − floor + big (> 0), unit 1 = z − floor + r − R
+    w0, b0 = np.zeros((hidden, 2)), np.zeros(hidden)
+    w0[0, 1], b0[0] = half[1], centre[1] - floor + big
+    w0[1], b0[1] = half, centre[0] + centre[1] - floor - radius
+    w1 = np.zeros((hidden, hidden))
+    w1[0, 0] = w1[1, 1] = 1.0
+    w2 = np.zeros((1, hidden))
+    w2[0, :2] = 1.0 / scale, -1.0 / scale
+    weights = (w0, b0, w1, np.zeros(hidden), w2, np.array([-big / scale]))
+    return DepthNet("cup", mesh_sha256(part.vertices, part.faces), Coordinates.CYLINDRICAL, np.zeros(3),
+                    np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), 0.0, 1, lo, hi, scale, weights)
+
+
+def cup_scene(tmp_path, floor: float, height: float = 0.005) -> Scene:
+    """The paper's peg ``height`` [m] above the paper hole's floor, the hole collided through :func:`cup_net`."""
+    hole, peg = paper_hole(), paper_peg()
+    path = save_depth_net(cup_net(hole, floor), tmp_path / "cup.safetensors")
+    ring = np.radians(np.arange(0.0, 360.0, 360.0 / 64))
+    disc = 0.024 * np.column_stack([np.cos(ring), np.sin(ring)])
+    core = hull_piece(np.concatenate([np.column_stack([disc, np.full(64, z)]) for z in (1e-3, 0.06)]))
+    peg = dataclasses.replace(peg, pieces=(core,))  # COAL refuses the 640-gon piece's cap fan
+    props = mass_properties(peg, density=2700.0)
+    tool = Tool(peg, props.mass, props.com, props.inertia, 0.3, (0.0, 0.0, height))
+    return Scene("peg-in-cup", tool, (StaticBody(hole, friction=0.3, depth_model=str(path)),),
+                 ImpedanceGains(gravity_compensation=False), workspace_lo=(-0.1, -0.1, -0.05),
+                 workspace_hi=(0.1, 0.1, 0.2))
+
+
+def test_a_depth_static_is_collided_through_its_network_only(tmp_path):
+    """The network puts the floor 1 mm above the mesh's (and its convex pieces'): the dropped peg rests on the
+    network's floor, to within the projection slop."""
+    scene = cup_scene(tmp_path, floor=1e-3)
+    world = EngineWorld(scene, WorldParams())
+    for _ in range(3):
+        state = world.step(np.zeros(6), ActionMode.WRENCH).state
+    assert abs(state.pos[2] - 1e-3) < 2e-6
+    assert world.stats["raw_contacts"] >= 640  # the tip face's ring (and centre) touch
+
+
+def test_contact_model_steps_a_depth_scene_as_the_world(tmp_path):
+    scene = cup_scene(tmp_path, floor=0.0)
+    params = WorldParams()
+    world = EngineWorld(scene, params)
+    model = EngineContactModel(scene, params, action_mode=ActionMode.WRENCH, n_threads=2)
+    start = world.state()
+    history = BodyState(*(np.repeat(np.asarray(a)[None, None], 2, axis=0) for a in
+                          (start.pos, start.quat, start.lin_vel, start.ang_vel)))
+    actions = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    states, _ = model.step(history, actions)
+    for i in range(2):
+        world.reset(start)
+        expect = world.step(actions[i], ActionMode.WRENCH).state
+        np.testing.assert_allclose(states.pos[i], expect.pos, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(states.quat[i], expect.quat, rtol=0, atol=1e-12)
