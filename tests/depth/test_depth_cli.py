@@ -21,6 +21,8 @@ def test_learn_depth_on_a_mesh_file(tmp_path):
     acc = json.loads((tmp_path / "accuracy.json").read_text())["accuracy"]
     assert acc["n"] > 0 and acc["max_um"] > 0
     assert "--steps 30" in net.meta["command"]
+    card = (tmp_path / "README.md").read_text()
+    assert net.mesh_sha256 in card and "--steps 30" in card and "max " in card
 
 
 def test_learn_depth_refuses_bad_arguments(tmp_path):

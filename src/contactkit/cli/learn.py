@@ -199,6 +199,9 @@ def learn_depth(
         t0 = time.perf_counter()
         acc = accuracy(net, ps.part, np.random.default_rng(seed + 1), device=device)
         acc["eval_time_s"] = round(time.perf_counter() - t0, 1)
+        if ps.contact_nodes is not None:
+            acc["contact_nodes"] = accuracy(net, ps.part, np.random.default_rng(seed + 1), points=ps.contact_nodes,
+                                            device=device)
         command = (f"contactkit learn depth --part {part} --out {out} --coordinates "
                    f"{ps.setup.frame.coordinates.value} --steps {cfg.steps} --seed {seed}")
         net = dataclasses_replace_meta(net, {"accuracy": acc, "command": command})
@@ -206,9 +209,52 @@ def learn_depth(
     except ContactkitError as exc:
         fail(exc)
     (out / "accuracy.json").write_text(json.dumps(net.meta, indent=1) + "\n")
+    (out / "README.md").write_text(_model_card(net, path))
+    if "contact_nodes" in acc:
+        c = acc["contact_nodes"]
+        console.print(f"contact-relevant nodes within the band ({c['n']}): max {c['max_um']:.2f} µm, RMS "
+                      f"{c['rms_um']:.2f} µm, p99 {c['p99_um']:.2f} µm")
     console.print(f"±{acc['band_m'] * 1e3:g} mm band, {acc['n']} points: max {acc['max_um']:.2f} µm, RMS "
                   f"{acc['rms_um']:.2f} µm, p99 {acc['p99_um']:.2f} µm ({acc['n_far']} band points outside the "
                   f"domain); wrote {path}")
+
+
+def _um(acc: dict) -> str:
+    return (f"max {acc['max_um']:.2f} µm, RMS {acc['rms_um']:.2f} µm, p99 {acc['p99_um']:.2f} µm over {acc['n']} "
+            f"points ({acc['n_far']} outside the domain)")
+
+
+def _model_card(net, path: Path) -> str:
+    """Markdown model card of a trained depth network (what ``contactkit learn depth`` writes as README.md)."""
+    import hashlib
+
+    m, acc = net.meta, net.meta["accuracy"]
+    k = len(net.feature_lo)
+    lines = [
+        f"# Depth network of {net.part_name}", "",
+        "Learned signed distance d(x) [m] of a node x (part frame) to the part's surface, positive outside "
+        "(tight-tolerance paper §III-A; network of §V-B). Load with "
+        "`contactkit.depth.load_depth_net(path, part)` (the part's mesh sha256 must match).", "",
+        f"- file: `{path.name}`, {path.stat().st_size} bytes, sha256 `{hashlib.sha256(path.read_bytes()).hexdigest()}`",
+        f"- part: `{net.part_name}`, mesh sha256 `{net.mesh_sha256}`",
+        f"- coordinates: {net.coordinates.value} (origin {net.origin.tolist()}, axis {net.axis.tolist()}, ref "
+        f"{net.ref.tolist()}, pitch {net.pitch} m, handedness {net.handedness})",
+        f"- padded domain (features): lo {net.feature_lo.tolist()}, hi {net.feature_hi.tolist()}; outside it a "
+        "point is far (no contact)",
+        f"- architecture: {k} features → 64 ReLU → 64 ReLU → 1, d = {net.depth_scale} m · tanh(·)",
+        f"- samples: {m['n_samples']} in the domain (surface fraction {m['surface_fraction']}, of which "
+        f"{m['edge_fraction']} near sharp edges; normal offsets σ ∈ {m['offset_scales_m']} m; the rest uniform)",
+        f"- training: {m['steps']} Adam steps, batch {m['batch']} (hard-example share {m['hard_fraction']}, "
+        f"refreshed every {m['hard_every']}), lr {m['lr']} → {m['lr_final']} cosine, {m['dtype']}, squared "
+        f"error within ±{m['fit_band']} m of the surface and a hinge beyond, seed {m['seed']}, "
+        f"{m['train_time_s']} s on this machine",
+        f"- accuracy vs the exact signed distance (libigl), ±{acc['band_m'] * 1e3:g} mm band: {_um(acc)}",
+    ]
+    if "contact_nodes" in acc:
+        lines.append(f"- accuracy at the mating part's nodes at sampled poses of the fit (within the band): "
+                     f"{_um(acc['contact_nodes'])}")
+    lines += ["", "Made by:", "", "```", f"nice -n 10 {m['command']}", "```", ""]
+    return "\n".join(lines)
 
 
 def dataclasses_replace_meta(net, extra: dict):

@@ -30,6 +30,8 @@ from contactkit.geometry.signed_distance import signed_distance
 
 OFFSET_SCALES = (2e-5, 1e-4, 5e-4, 2e-3)
 """[m] standard deviations of the normal offsets of near-surface samples (each drawn equally often)."""
+SHARP_EDGE_ANGLE = math.radians(20.0)
+"""Edges whose faces' normals differ by more than this are sampled more densely (rims, corners, thread crests)."""
 INIT_NEAR = 1e-3
 """[m] first-layer kinks are initialised through samples this close to the surface (:func:`_init_weights`)."""
 ACCURACY_BAND = 0.5e-3
@@ -59,6 +61,9 @@ class TrainConfig:
 
     samples: int = 200_000
     surface_fraction: float = 0.85
+    edge_fraction: float = 0.2
+    hard_fraction: float = 0.5
+    hard_every: int = 250
     steps: int = 20_000
     batch: int = 4096
     lr: float = 3e-3
@@ -68,7 +73,9 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.samples < 100 or self.steps < 1 or self.batch < 1 or not 0 <= self.surface_fraction <= 1:
+        fractions = (self.surface_fraction, self.edge_fraction, self.hard_fraction)
+        if self.samples < 100 or self.steps < 1 or self.batch < 1 or self.hard_every < 1 or not all(
+                0 <= f <= 1 for f in fractions):
             raise InvalidInputError(f"bad training settings {self}")
         if self.dtype not in ("float32", "float64") or not (self.lr > 0 and self.lr_final > 0):
             raise InvalidInputError(f"dtype must be float32 or float64 and learning rates > 0, got {self}")
@@ -122,14 +129,47 @@ def uniform_samples(setup: DepthSetup, n: int, rng: np.random.Generator) -> np.n
     return frame_points(setup.frame, r, rng.uniform(0, 2 * np.pi, n), rng.uniform(lo[-1], hi[-1], n))
 
 
+def sharp_edges(part: Part, min_angle: float = SHARP_EDGE_ANGLE) -> np.ndarray:
+    """``(E, 2, 3)`` end points [m] of the mesh edges whose two faces' normals differ by more than ``min_angle``
+    [rad] (the rims and corners, where the signed distance bends)."""
+    f = part.faces
+    tri = part.vertices[f]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+    face = np.tile(np.arange(len(f)), 3)
+    order = np.lexsort((edges[:, 1], edges[:, 0]))
+    e, face = edges[order], face[order]
+    pair = np.flatnonzero((e[1:] == e[:-1]).all(axis=1))  # closed manifold: each edge twice, adjacent
+    cos = (normal[face[pair]] * normal[face[pair + 1]]).sum(axis=1)
+    sharp = e[pair[cos < np.cos(min_angle)]]
+    return part.vertices[sharp]
+
+
+def edge_samples(part: Part, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` points on the sharp edges (length-weighted), moved by isotropic Gaussian offsets of the
+    :data:`OFFSET_SCALES`; ``(0, 3)`` when the part has no sharp edge."""
+    ends = sharp_edges(part)
+    if len(ends) == 0 or n == 0:
+        return np.zeros((0, 3))
+    length = np.linalg.norm(ends[:, 1] - ends[:, 0], axis=1)
+    k = rng.choice(len(ends), size=n, p=length / length.sum())
+    t = rng.random(n)[:, None]
+    sigma = np.asarray(OFFSET_SCALES)[rng.integers(0, len(OFFSET_SCALES), n)]
+    return ends[k, 0] + t * (ends[k, 1] - ends[k, 0]) + sigma[:, None] * rng.standard_normal((n, 3))
+
+
 def training_samples(part: Part, setup: DepthSetup, n: int, surface_fraction: float,
-                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``(points (M,3), exact signed distance (M,))`` of up to ``n`` samples in the domain (module docstring)."""
-    n_surf = int(round(n * surface_fraction))
+                     rng: np.random.Generator, edge_fraction: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(points (M,3), exact signed distance (M,))`` of up to ``n`` samples in the domain (module docstring):
+    ``surface_fraction`` near the surface, of which ``edge_fraction`` near its sharp edges."""
+    n_near = int(round(n * surface_fraction))
+    n_edge = int(round(n_near * edge_fraction))
+    n_surf = n_near - n_edge
     p, nrm = surface_samples(part, n_surf, rng)
     sigma = np.asarray(OFFSET_SCALES)[rng.integers(0, len(OFFSET_SCALES), n_surf)]
     p = p + nrm * (sigma * rng.standard_normal(n_surf))[:, None]
-    p = np.concatenate([p, uniform_samples(setup, n - n_surf, rng)])
+    p = np.concatenate([p, edge_samples(part, n_edge, rng), uniform_samples(setup, n - n_near, rng)])
     p = p[in_domain(setup, p)]
     return p, signed_distance(part, p)
 
@@ -153,7 +193,8 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     rng = np.random.default_rng(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)
-    points, target = training_samples(part, setup, config.samples, config.surface_fraction, rng)
+    points, target = training_samples(part, setup, config.samples, config.surface_fraction, rng,
+                                      config.edge_fraction)
     x = torch.as_tensor(_scaled_inputs(setup, points), dtype=dtype)
     y = torch.as_tensor(target, dtype=dtype)
     if config.fit_band >= setup.depth_scale:
@@ -168,7 +209,9 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
         cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / max(config.steps - 1, 1)))
         for group in opt.param_groups:
             group["lr"] = config.lr_final + (config.lr - config.lr_final) * cos
-        idx = torch.randint(0, len(x), (min(config.batch, len(x)),), generator=gen).to(dev)
+        if step % config.hard_every == 1 or config.hard_every == 1:
+            weight = _hard_weights(params, x, y, setup.depth_scale, config.fit_band)
+        idx = _batch(len(x), min(config.batch, len(x)), config.hard_fraction, weight, gen).to(dev)
         loss = _loss(mlp(params, x[idx], setup.depth_scale), y[idx], config.fit_band)
         opt.zero_grad()
         loss.backward()
@@ -182,6 +225,24 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     return DepthNet(part.name, mesh_sha256(part.vertices, part.faces), f.coordinates, f.origin, f.axis, f.ref,
                     f.pitch, f.handedness, setup.feature_lo.copy(), setup.feature_hi.copy(), setup.depth_scale,
                     tuple(p.detach().cpu().to(torch.float64).numpy().copy() for p in params), meta)
+
+
+def _hard_weights(params, x: torch.Tensor, y: torch.Tensor, scale: float, fit_band: float) -> torch.Tensor:
+    """Sampling weights ∝ each sample's loss term (CPU, float64), for the hard half of the batches."""
+    with torch.no_grad():
+        near = y.abs() <= fit_band
+        pred = mlp(params, x, scale)
+        term = torch.where(near, (pred - y) ** 2, torch.relu(fit_band - torch.sign(y) * pred) ** 2)
+    return term.cpu().to(torch.float64) + 1e-30
+
+
+def _batch(n: int, size: int, hard_fraction: float, weight: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Indices of one batch: ``hard_fraction`` drawn ∝ ``weight`` (the worst-fitted samples), the rest uniform."""
+    n_hard = int(size * hard_fraction)
+    uniform = torch.randint(0, n, (size - n_hard,), generator=gen)
+    if n_hard == 0:
+        return uniform
+    return torch.cat([uniform, torch.multinomial(weight, n_hard, replacement=True, generator=gen)])
 
 
 def _loss(pred: torch.Tensor, target: torch.Tensor, fit_band: float) -> torch.Tensor:
@@ -217,10 +278,13 @@ def _init_weights(x: torch.Tensor, near: np.ndarray, gen: torch.Generator,
 
 
 def band_samples(part: Part, net: DepthNet, n: int, band: float, rng: np.random.Generator) -> np.ndarray:
-    """Up to ``n`` points within ``±band`` [m] of the surface (surface points moved along the face normal by a
-    uniform offset in ``[−band, band]``, kept where the exact |d| ≤ band)."""
-    p, nrm = surface_samples(part, n, rng)
-    p = p + nrm * rng.uniform(-band, band, n)[:, None]
+    """Up to ``n`` points within ``±band`` [m] of the surface and inside the network's padded domain: surface
+    points moved along the face normal by a uniform offset in ``[−band, band]``, kept where the exact
+    |d| ≤ band (drawn from up to 4 n candidates)."""
+    setup = DepthSetup(net.frame, net.feature_lo, net.feature_hi, net.depth_scale)
+    p, nrm = surface_samples(part, 4 * n, rng)
+    p = p + nrm * rng.uniform(-band, band, 4 * n)[:, None]
+    p = p[in_domain(setup, p)][:n]
     return p[np.abs(signed_distance(part, p)) <= band]
 
 
