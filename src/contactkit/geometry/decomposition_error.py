@@ -11,9 +11,9 @@ Estimated with ``n_samples`` points per sample set drawn from the given generato
   that lie inside no other piece, nor within ``GAP_RTOL`` of the extent outside one (a sliver between pieces
   inside the solid is no boundary); their distance to the mesh is exact (libigl). Mesh points outside ``U``:
   exact distance to the nearest piece; mesh points inside ``U``: the smallest of the distance to the nearest
-  ``U`` sample and the distances along the mesh's outward normal and along the outward normal of the nearest
-  face of the deepest piece to where the ray leaves ``U`` (all points of ``U``'s boundary: an upper bound,
-  tight where a piece sticks out over the surface);
+  ``U`` sample and the distances to where a ray leaves ``U``, along the mesh's outward normal, the outward
+  normal of the nearest face of the deepest piece, and ``RAY_DIRECTIONS`` fixed directions (all points of
+  ``U``'s boundary: an upper bound, tight where a piece sticks out over the surface);
 - ``max_protrusion`` [m]: how far ``U`` sticks out of the solid at most (signed distance of the ``U`` samples,
   positive outside): what a decomposition takes off a fit's clearance.
 """
@@ -36,6 +36,10 @@ a gap (CoACD's cuts leave slivers of tens of µm between pieces, inside the soli
 
 BOX_PAD_RTOL = 1e-3
 """The Monte-Carlo box is the bounding box of the mesh and pieces, grown by this fraction of the extent."""
+
+RAY_DIRECTIONS = 32
+"""Fixed directions (beside the mesh normal and the deepest piece's nearest face normal) along which a mesh point
+inside the union is walked out of it; the shortest walk bounds its distance to the union's boundary from above."""
 
 CHUNK = 4096
 """Points per block in the half-space tests (bounds memory to CHUNK x faces x pieces)."""
@@ -77,25 +81,26 @@ def _ray_exit(points: np.ndarray, dirs: np.ndarray, planes: list[np.ndarray], ga
     """``(N,)`` distance [m] along unit ``dirs`` from ``points`` (inside the union) to where the ray first leaves
     the union of the convex pieces (pieces closer than ``gap`` along the ray count as touching): a point of the
     union's boundary, so an upper bound on the distance to it."""
-    spans = []
-    for pl in planes:
-        den = dirs @ pl[:, :3].T
-        num = pl[:, 3][None, :] - points @ pl[:, :3].T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = num / den
-        enter = np.where(den < 0, t, -np.inf).max(axis=1)
-        leave = np.where(den > 0, t, np.inf).min(axis=1)
-        leave = np.where(((den == 0) & (num < 0)).any(axis=1), -np.inf, leave)
-        spans.append((enter, leave))
-    exit_t = np.zeros(len(points))
-    for _ in range(len(planes)):
-        grown = exit_t.copy()
-        for enter, leave in spans:
-            grown = np.where((enter <= exit_t + gap) & (leave > grown), leave, grown)
-        if np.array_equal(grown, exit_t):
-            break
-        exit_t = grown
-    return exit_t
+    out = np.empty(len(points))
+    for c in range(0, len(points), CHUNK):
+        p, d = points[c:c + CHUNK], dirs[c:c + CHUNK]
+        enter = np.empty((len(p), len(planes)))
+        leave = np.empty((len(p), len(planes)))
+        for k, pl in enumerate(planes):  # the ray's span [enter, leave] in each piece (empty: leave < enter)
+            den = d @ pl[:, :3].T
+            num = pl[:, 3][None, :] - p @ pl[:, :3].T
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = num / den
+            enter[:, k] = np.where(den < 0, t, -np.inf).max(axis=1)
+            leave[:, k] = np.where(((den == 0) & (num < 0)).any(axis=1), -np.inf,
+                                   np.where(den > 0, t, np.inf).min(axis=1))
+        order = np.argsort(enter, axis=1)  # merge the spans in order of entry
+        enter, leave = np.take_along_axis(enter, order, 1), np.take_along_axis(leave, order, 1)
+        exit_t = np.zeros(len(p))
+        for k in range(len(planes)):
+            exit_t = np.where((enter[:, k] <= exit_t + gap) & (leave[:, k] > exit_t), leave[:, k], exit_t)
+        out[c:c + CHUNK] = exit_t
+    return out
 
 
 def _union_boundary(pieces, planes, n: int, gap: float, rng: np.random.Generator) -> np.ndarray:
@@ -139,10 +144,21 @@ def _mesh_to_union(part: Part, pieces, planes, u: np.ndarray, n: int, tol: float
         # out through the nearest face of the deepest piece, or along the mesh normal, or to a sample
         face_normal = np.array([planes[deepest[i]][np.argmin(planes[deepest[i]][:, 3] - planes[deepest[i]][:, :3]
                                                              @ m[i]), :3] for i in inside])
-        d[inside] = np.minimum.reduce([cKDTree(u).query(m[inside])[0],
-                                       _ray_exit(m[inside], normals[inside], planes, tol),
-                                       _ray_exit(m[inside], face_normal, planes, tol)])
+        q = m[inside]
+        dirs = np.concatenate([normals[inside], face_normal]
+                              + [np.broadcast_to(e, q.shape) for e in _sphere_directions(RAY_DIRECTIONS)])
+        walks = _ray_exit(np.tile(q, (RAY_DIRECTIONS + 2, 1)), dirs, planes, tol).reshape(-1, len(q))
+        d[inside] = np.minimum(cKDTree(u).query(q)[0], walks.min(axis=0))
     return float(d.max())
+
+
+def _sphere_directions(n: int) -> np.ndarray:
+    """``(n, 3)`` unit vectors spread evenly over the sphere (Fibonacci lattice)."""
+    k = np.arange(n) + 0.5
+    z = 1.0 - 2.0 * k / n
+    phi = np.pi * (1.0 + 5.0**0.5) * k
+    r = np.sqrt(1.0 - z * z)
+    return np.column_stack([r * np.cos(phi), r * np.sin(phi), z])
 
 
 def decomposition_errors(
