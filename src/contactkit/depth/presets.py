@@ -114,7 +114,7 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
         frame = make_frame(coordinates or Coordinates.HELICAL, pitch=m["p"], handedness=m["handedness"])
         setup = default_setup(part, frame, r_range=(m["minor_radius"] - THREAD_PAD, m["major_radius"] + THREAD_PAD),
                               z_range=(-THREAD_PAD, m["length"] + REACH_PAD))
-        config = TrainConfig(samples=300_000, steps=30_000, batch=8192, lr=3e-3, lr_final=1e-6)
+        config = TrainConfig(samples=300_000, steps=40_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3)
         nodes = nut_nodes_on_bolt(np.random.default_rng(seed + 2), part)
     elif Path(name).is_file():
         from contactkit.geometry.mesh_io import load_mesh
