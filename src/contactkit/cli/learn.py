@@ -227,6 +227,7 @@ def _um(acc: dict) -> str:
 def _model_card(net, path: Path) -> str:
     """Markdown model card of a trained depth network (what ``contactkit learn depth`` writes as README.md)."""
     import hashlib
+    import time
 
     m, acc = net.meta, net.meta["accuracy"]
     k = len(net.feature_lo)
@@ -253,7 +254,15 @@ def _model_card(net, path: Path) -> str:
     if "contact_nodes" in acc:
         lines.append(f"- accuracy at the mating part's nodes at sampled poses of the fit (within the band): "
                      f"{_um(acc['contact_nodes'])}")
-    lines += ["", "Made by:", "", "```", f"nice -n 10 {m['command']}", "```", ""]
+    import platform
+    from importlib.metadata import version
+
+    import torch
+
+    lines.append(f"- made with torch {torch.__version__}, libigl {version('libigl')}, Python "
+                 f"{platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}")
+    lines += ["", "Made by (from the repository root; one torch thread):", "", "```", f"nice -n 10 {m['command']}",
+              "```", ""]
     return "\n".join(lines)
 
 

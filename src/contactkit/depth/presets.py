@@ -7,8 +7,8 @@
   underside lie outside (far).
 - ``m48-bolt`` (:func:`contactkit.geometry.bolt`): HELICAL (r, cos φ, sin φ, z) with the bolt's pitch and hand —
   the thread is invariant under the screw motion, so only its ends depend on z. Domain: r from 2 mm inside the
-  minor radius to 2 mm outside the major radius (where the nut's thread can be), z from 2 mm below the bottom to
-  3 mm above the top.
+  minor radius to 2 mm outside the major radius (where the nut's thread can be), z from the bottom face (the
+  table: no nut node goes below it) to 3 mm above the top.
 - a mesh file: CARTESIAN over its bounding box grown by 2 mm.
 """
 
@@ -113,8 +113,8 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
         m = part.meta
         frame = make_frame(coordinates or Coordinates.HELICAL, pitch=m["p"], handedness=m["handedness"])
         setup = default_setup(part, frame, r_range=(m["minor_radius"] - THREAD_PAD, m["major_radius"] + THREAD_PAD),
-                              z_range=(-THREAD_PAD, m["length"] + REACH_PAD))
-        config = TrainConfig(samples=300_000, steps=40_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3)
+                              z_range=(0.0, m["length"] + REACH_PAD))
+        config = TrainConfig(samples=300_000, steps=60_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3)
         nodes = nut_nodes_on_bolt(np.random.default_rng(seed + 2), part)
     elif Path(name).is_file():
         from contactkit.geometry.mesh_io import load_mesh
