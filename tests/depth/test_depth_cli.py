@@ -30,6 +30,8 @@ def test_learn_depth_refuses_bad_arguments(tmp_path):
     assert r.exit_code == 2 and "no-such-part" in r.output
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--coordinates", "polar"])
     assert r.exit_code == 2 and "polar" in r.output
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--steps", "0"])
+    assert r.exit_code == 2 and "bad training settings" in r.output
     (tmp_path / "file").write_text("x")
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "file")])
     assert r.exit_code == 2 and "--out" in r.output

@@ -94,8 +94,8 @@ class TrainConfig:
         if self.samples < 100 or self.steps < 1 or self.batch < 1 or self.hard_every < 1 or not all(
                 0 <= f <= 1 for f in fractions):
             raise InvalidInputError(f"bad training settings {self}")
-        if self.dtype not in ("float32", "float64") or not (self.lr > 0 and self.lr_final > 0):
-            raise InvalidInputError(f"dtype must be float32 or float64 and learning rates > 0, got {self}")
+        if self.dtype not in ("float32", "float64") or not (self.lr > 0 and self.lr_final > 0 and self.fit_band > 0):
+            raise InvalidInputError(f"dtype must be float32 or float64, learning rates and fit_band > 0, got {self}")
 
 
 def default_setup(part: Part, frame: SymmetryFrame, *, pad: float = 2e-3, depth_scale: float = 1e-2,
