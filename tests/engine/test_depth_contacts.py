@@ -26,6 +26,7 @@ from contactkit.engine import EngineContactModel, EngineWorld
 from contactkit.engine._kernels_depthnet import depth_at, depth_contacts
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.layout import NORMAL_COLS, POINT_COLS, ROW_DISTANCE, ROW_FRICTION, ROW_WIDTH
+from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.geometry import mass_properties, mesh_sha256
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.validate import hull_piece
@@ -189,3 +190,22 @@ def test_contact_model_steps_a_depth_scene_as_the_world(tmp_path):
         expect = world.step(actions[i], ActionMode.WRENCH).state
         np.testing.assert_allclose(states.pos[i], expect.pos, rtol=0, atol=1e-12)
         np.testing.assert_allclose(states.quat[i], expect.quat, rtol=0, atol=1e-12)
+
+
+def test_a_network_of_another_mesh_is_refused(tmp_path):
+    scene = cup_scene(tmp_path, floor=0.0)
+    static = scene.statics[0]
+    net = dataclasses.replace(cup_net(static.part, 0.0), mesh_sha256="f" * 64)
+    path = save_depth_net(net, tmp_path / "foreign.safetensors")
+    foreign = dataclasses.replace(scene, statics=(dataclasses.replace(static, depth_model=str(path)),))
+    with pytest.raises(CheckpointError, match="foreign.safetensors"):
+        EngineWorld(foreign, WorldParams())
+
+
+def test_a_start_deep_in_the_network_is_refused(tmp_path):
+    """``max_initial_penetration`` (1 mm) is checked with the network's distance: the tip 1.5 mm below its floor."""
+    scene = cup_scene(tmp_path, floor=3e-3)
+    world = EngineWorld(scene, WorldParams())
+    with pytest.raises(InvalidInputError, match="deep in the environment"):
+        world.reset(BodyState.at_rest(np.array([0.0, 0.0, 1.5e-3]), np.array([1.0, 0.0, 0.0, 0.0])))
+    world.reset(BodyState.at_rest(np.array([0.0, 0.0, 2.5e-3]), np.array([1.0, 0.0, 0.0, 0.0])))  # 0.5 mm: accepted
