@@ -107,6 +107,8 @@ def test_quick_run_on_small_parts_returns_every_key(tmp_path, monkeypatch):
         assert r["n_poses"] == bench.POSES[True] and r["n_penetrating_poses"] == bench.POSES[True] // 2
         assert r["clear_contact_poses"] >= 1
         assert r["coal_agrees_on_clear"] == r["clear_contact_poses"] + r["clear_free_poses"], name
+        assert r["meets_speedup_bar"] == (r["speedup"] >= 8.0)
+        assert r["meets_bar"] == (r["meets_speedup_bar"] and r["meets_depth_bar"])
     table = bench.markdown(result)
     assert "peg-in-hole" in table and "bolting" in table and "×" in table
 

@@ -306,8 +306,8 @@ def measure(task: Task, n: int, repeats: int, device: str, rng: np.random.Genera
         **agreement(poses, learned_hit, np.array(timed["coal_hit"])),
         "gap_min_m": float(poses.gap.min()), "gap_max_m": float(poses.gap.max()),
         "radial_clearance_m": task.clearance, "depth_err_bar_m": bar,
-        "meets_bar": bool(speedup >= SPEEDUP_BAR and errors["depth_max_err_m"] is not None
-                          and errors["depth_max_err_m"] <= bar),
+        "meets_speedup_bar": bool(speedup >= SPEEDUP_BAR),
+        "meets_depth_bar": bool(errors["depth_max_err_m"] is not None and errors["depth_max_err_m"] <= bar),
         "static_part": task.static.name, "moving_part": task.moving.name, "network": _shown(task.net),
         "coordinates": net.coordinates.value, "net_meta": net.meta,
     }
@@ -324,9 +324,12 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", hole_net: str | None = 
     with one_core() as blas_limited:
         threads = torch.get_num_threads()
         results = {t.name: measure(t, POSES[quick], REPEATS[quick], device, rng) for t in chosen}
+    for r in results.values():
+        r["meets_bar"] = r["meets_speedup_bar"] and r["meets_depth_bar"]
     return {
         "tasks": results,
         "meets_bar": all(r["meets_bar"] for r in results.values()),
+        "speedup_bar": SPEEDUP_BAR, "depth_bar_fraction_of_clearance": DEPTH_BAR_FRACTION,
         "margin_m": MARGIN_M, "band_m": BAND_M, "repeats": REPEATS[quick], "device": str(device),
         "torch_threads": threads, "blas_threads_limited_to_one": blas_limited,
         "coal_request": {"flag": "CONTACT", "num_max_contacts": COAL_MAX_CONTACTS, "enable_contact": True,
@@ -340,14 +343,16 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", hole_net: str | None = 
 def markdown(result: dict) -> str:
     """The Table I of this result: per task, time per query of both sides, speedup, depth error and bar."""
     lines = ["| task | triangles (static/moving) | learned mean / max [ms] | COAL mean / max [ms] | speedup | "
-             "depth max / rms err [µm] | bar [µm] | meets bar |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "depth max / rms err [µm] | max err at contacts [µm] | bar [µm] | meets bar (speed, depth) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, r in result.get("tasks", {}).items():
         tri = r["n_triangles"]
-        err, rms = (r[k] for k in ("depth_max_err_m", "depth_rms_err_m"))
+        err, rms, at = (r[k] for k in ("depth_max_err_m", "depth_rms_err_m", "contact_depth_max_err_m"))
         err_text = "–" if err is None else f"{err * 1e6:.2f} / {rms * 1e6:.2f}"
+        at_text = "–" if at is None else f"{at * 1e6:.2f}"
+        met = ", ".join("yes" if r[k] else "no" for k in ("meets_speedup_bar", "meets_depth_bar"))
         lines.append(
             f"| {name} | {tri['static']}/{tri['moving']} | {r['learned_ms_mean']:.3f} / {r['learned_ms_max']:.3f} | "
-            f"{r['coal_ms_mean']:.3f} / {r['coal_ms_max']:.3f} | {r['speedup']:.1f}× | "
-            f"{err_text} | "
-            f"{r['depth_err_bar_m'] * 1e6:.1f} | {'yes' if r['meets_bar'] else 'no'} |")
+            f"{r['coal_ms_mean']:.3f} / {r['coal_ms_max']:.3f} | {r['speedup']:.1f}× | {err_text} | {at_text} | "
+            f"{r['depth_err_bar_m'] * 1e6:.1f} | {met} |")
     return "\n".join(lines) + "\n"
