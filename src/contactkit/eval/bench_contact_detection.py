@@ -14,16 +14,18 @@ contact margin, ``EngineParams.contact_margin``):
 
 * learned: :func:`contactkit.depth.detect` — the moving part's mesh vertices (its nodes) against the static
   part's network: broad phase by the network's domain box, then every candidate node in one batched torch call,
-  normals by autograd; torch limited to one thread.
+  normals by autograd; torch limited to one thread. (The engine's own numba kernel of the same network,
+  :mod:`contactkit.engine`, is not what is timed here.)
 * COAL: ``coal.collide`` of the two meshes as ``coal.BVHModelOBBRSS`` (built once, outside the timing) with a
   ``CollisionRequest(CollisionRequestFlag.CONTACT, COAL_MAX_CONTACTS)``: ``enable_contact = True`` (contact
   point, normal and penetration of every colliding triangle pair), ``security_margin = MARGIN_M`` (pairs closer
   than the margin count). ``coal_exact_*`` is the same query with ``security_margin = 0`` (touching pairs only).
 
 Timing: ``time.perf_counter`` around the one call (the COAL transforms and result object are made before the
-clock starts; the learned call converts its poses itself); each pose is timed ``REPEATS`` times per side,
-interleaved, and its best time kept (removes the other processes of a shared machine, equally for both), after
-a warm-up. Mean and max are over the poses; ``speedup = coal_ms_mean / learned_ms_mean``.
+clock starts, the result is cleared inside it; the learned call converts its poses itself); each pose is timed
+``REPEATS`` times per side, interleaved, and its best time kept (removes the other processes of a shared
+machine, equally for both), after a warm-up. Mean and max are over the poses;
+``speedup = coal_ms_mean / learned_ms_mean``.
 
 Depth error, per pose: the nodes the learned side returns and every node whose exact signed distance lies within
 the ±0.5 mm band, ``|d_net − d_exact|`` with ``d_exact`` from :func:`contactkit.geometry.signed_distance`
