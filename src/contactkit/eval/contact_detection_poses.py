@@ -152,15 +152,17 @@ def _pushed(static: Part, moving: Part, pos: np.ndarray, quat: np.ndarray, clear
             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
     """A feasible insertion pose pushed into clear penetration by at least a depth drawn in
     :data:`PENETRATION_RANGE_M`: sideways by twice the ``clearance`` plus that depth (half of the poses whose tip
-    is inside the hole), else down through the floor (``z = 0``) by that depth."""
+    is inside the hole), else aligned with the hole's axis (keeping its lateral offset and its turn) and put that
+    depth through the floor (``z = 0``)."""
     extra = rng.uniform(*PENETRATION_RANGE_M)
     pos = pos.copy()
     lowest = float(transform(moving.vertices, pos, quat)[:, 2].min())
     if lowest < depth - 2.0 * MIN_TILT_SPAN_M and rng.uniform() < 0.5:
         direction = rng.uniform(0.0, 2.0 * np.pi)
         pos[:2] += np.array([np.cos(direction), np.sin(direction)]) * (2.0 * clearance + extra)
-    else:
-        pos[2] -= lowest + extra
+    else:  # aligned first: a tilt that fit near the opening would cut deep into the wall at the bottom
+        quat = rotvec_to_quat(np.array([0.0, 0.0, 2.0 * np.arctan2(quat[3], quat[0])]))
+        pos[2] = -float(transform(moving.vertices, np.zeros(3), quat)[:, 2].min()) - extra
     return pos, quat, gap(static, moving, pos, quat)
 
 
