@@ -94,8 +94,6 @@ def bolting_scene(turns_up: float = 1.0, friction: float = 0.2) -> Scene:
 def peg_scene(height: float) -> Scene:
     """The paper's peg, aligned, its tip ``height`` [m] above the floor of the 0.065 mm hole."""
     peg, hole = paper_peg(), paper_hole()
-    radius = peg.meta["radius"] - 1e-4  # a 64-gon inside the peg: COAL refuses the 640-gon's cap fan
-    peg = dataclasses.replace(peg, pieces=(_rod_piece(radius, 1e-3, peg.meta["length"], 64),))
     return Scene("peg-drop(paper)", _tool(peg, ALUMINIUM, 0.3, (0.0, 0.0, height)),
                  (StaticBody(hole, friction=0.3, depth_model=str(HOLE_NET)),),
                  ImpedanceGains(gravity_compensation=False), workspace_lo=(-0.1, -0.1, -0.05),

@@ -100,3 +100,18 @@ def test_bad_arguments_are_refused():
         paper_peg(chamfer=0.1)
     with pytest.raises(InvalidInputError, match="side_bands"):
         paper_peg(side_bands=0)
+
+
+def test_paper_peg_and_hole_pieces_are_accepted_by_coal():
+    """COAL builds every convex piece of the paper's peg (as the tool) and hole (as a static): their 640-gon
+    caps are strips, not fans ("Too many neighbors" before)."""
+    from contactkit.collision import CollisionWorld
+    from contactkit.geometry import mass_properties
+    from contactkit.scene import Scene, StaticBody, Tool
+
+    peg = paper_peg()
+    props = mass_properties(peg, density=2700.0)
+    scene = Scene("paper peg-in-hole", Tool(peg, props.mass, props.com, props.inertia, init_pos=(0.0, 0.0, 0.05)),
+                  (StaticBody(paper_hole()),))
+    world = CollisionWorld(scene)
+    assert len(world.tool_pieces) == 1 and len(world.env_pieces) == len(paper_hole().pieces)

@@ -147,3 +147,27 @@ def test_box_is_eight_vertices_twelve_faces_one_piece():
 def test_box_rejects_bad_size(size):
     with pytest.raises(InvalidInputError, match="box size"):
         box(size)
+
+
+@pytest.mark.parametrize("n", [3, 4, 7, 200, 640])
+def test_strip_caps_close_a_convex_prism_with_few_neighbours_per_vertex(n):
+    """A many-sided convex prism (the paper's 640-gon peg) closed by zigzag strips: watertight, outward, the
+    exact prism volume, and no vertex with over 255 neighbours (COAL's limit; a fan gives n - 1)."""
+    from contactkit.geometry.prism import FAN_CAP_MAX_SIDES, convex_prism, loft
+    from contactkit.geometry.validate import check_solid, signed_volume
+
+    poly = polygon(Shape.CIRCLE, 0.025, n) if n > 8 else np.array(
+        [[np.cos(a), np.sin(a)] for a in np.linspace(0, 2 * np.pi, n, endpoint=False)]) * 0.01
+    v, f = loft([(0.0, poly), (0.02, poly)], centre_caps=False, strip_caps=True)
+    check_solid(v, f, "strip prism")
+    x, y = poly[:, 0], poly[:, 1]
+    area = 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)
+    assert signed_volume(v, f) == pytest.approx(area * 0.02, rel=1e-12)
+    assert _max_degree(f) <= 6
+    assert _max_degree(convex_prism(poly, 0.0, 0.02).faces) <= (6 if n > FAN_CAP_MAX_SIDES else n + 1)
+
+
+def _max_degree(faces: np.ndarray) -> int:
+    """Most edges at one vertex of a triangle mesh."""
+    edges = {tuple(sorted(e)) for tri in faces for e in ((tri[0], tri[1]), (tri[1], tri[2]), (tri[2], tri[0]))}
+    return int(np.bincount(np.array(sorted(edges)).ravel()).max())

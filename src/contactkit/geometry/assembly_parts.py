@@ -117,7 +117,7 @@ def paper_peg(
     z_side = [chamfer + (length - chamfer) * k / side_bands for k in range(1, side_bands)]
     rings = hull_rings[:-1] + [(z, poly) for z in z_side] + hull_rings[-1:]
     vertices, faces = loft(rings, centre_caps=True)
-    piece = ConvexPiece(*loft(hull_rings, centre_caps=False))
+    piece = ConvexPiece(*loft(hull_rings, centre_caps=False, strip_caps=True))
     meta = {
         "kind": "paper-peg", "diameter": diameter, "radius": radius, "length": length, "chamfer": chamfer,
         "circle_segments": n, "corner_radius": radius / math.cos(math.pi / n),

@@ -157,7 +157,28 @@ def cap_faces(ring: np.ndarray, centre: int | None, up: bool) -> np.ndarray:
     return tri if up else tri[:, [0, 2, 1]]
 
 
-def loft(rings: list[tuple[float, np.ndarray]], *, centre_caps: bool) -> tuple[np.ndarray, np.ndarray]:
+def strip_cap_faces(ring: np.ndarray, up: bool) -> np.ndarray:
+    """Triangles closing a counter-clockwise convex ring of vertex indices as a zigzag strip (corners
+    0, 1, n-1, 2, n-2, ...), normal +z if ``up`` else -z. Unlike a fan, no vertex gets more than four cap
+    neighbours: COAL refuses a convex piece with a vertex of over 255 neighbours ("Too many neighbors"), which
+    a fan over a many-sided circle makes."""
+    n = len(ring)
+    order = [0]
+    lo, hi = 1, n - 1
+    while lo <= hi:
+        order.append(lo)
+        lo += 1
+        if lo <= hi:
+            order.append(hi)
+            hi -= 1
+    seq = np.asarray(ring)[order]
+    tri = np.stack([seq[:-2], seq[1:-1], seq[2:]], 1)
+    tri[1::2] = tri[1::2][:, [0, 2, 1]]
+    return tri if up else tri[:, [0, 2, 1]]
+
+
+def loft(rings: list[tuple[float, np.ndarray]], *, centre_caps: bool,
+         strip_caps: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Closed mesh through horizontal polygons stacked along +z.
 
     Args:
@@ -165,6 +186,8 @@ def loft(rings: list[tuple[float, np.ndarray]], *, centre_caps: bool) -> tuple[n
             all with the same ``n``; corner ``j`` of one ring joins corner ``j`` of the next.
         centre_caps: close the ends with a fan around an added centre vertex (even triangles) instead
             of a fan from corner 0 (no extra vertex: every vertex is a corner of the hull).
+        strip_caps: without centre caps, close the ends with :func:`strip_cap_faces` instead of a fan from
+            corner 0 (for convex pieces of many-sided circles, which COAL refuses with a fan).
 
     Returns:
         ``(vertices (V, 3) float64, faces (F, 3) int64)``, outward counter-clockwise.
@@ -177,13 +200,22 @@ def loft(rings: list[tuple[float, np.ndarray]], *, centre_caps: bool) -> tuple[n
     if centre_caps:
         bottom, top = n * len(rings), n * len(rings) + 1
         verts += [np.array([[0.0, 0.0, rings[0][0]], [0.0, 0.0, rings[-1][0]]])]
-    faces += [cap_faces(idx[0], bottom, up=False), cap_faces(idx[-1], top, up=True)]
+    if strip_caps and not centre_caps:
+        faces += [strip_cap_faces(idx[0], up=False), strip_cap_faces(idx[-1], up=True)]
+    else:
+        faces += [cap_faces(idx[0], bottom, up=False), cap_faces(idx[-1], top, up=True)]
     return np.concatenate(verts).astype(np.float64), np.concatenate(faces).astype(np.int64)
+
+
+FAN_CAP_MAX_SIDES = 128
+"""A convex prism of more sides closes its ends with zigzag strips (:func:`strip_cap_faces`), not fans: a fan
+vertex has ``n - 1`` cap neighbours and COAL refuses a vertex of over 255. Up to this many sides, fans as before
+(the triangulation does not change the solid; keeping it keeps every earlier scene's pieces bit-identical)."""
 
 
 def convex_prism(poly: np.ndarray, z0: float, z1: float) -> ConvexPiece:
     """Convex piece: the counter-clockwise convex polygon ``poly (n, 2)`` [m] extruded from z0 to z1 [m]."""
-    return ConvexPiece(*loft([(z0, poly), (z1, poly)], centre_caps=False))
+    return ConvexPiece(*loft([(z0, poly), (z1, poly)], centre_caps=False, strip_caps=len(poly) > FAN_CAP_MAX_SIDES))
 
 
 def peg(
