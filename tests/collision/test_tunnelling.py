@@ -84,3 +84,34 @@ def test_rotated_statics_are_placed_in_the_world():
     corner = np.array([0.24, 0.24, 0.0])  # inside the square table, outside the table turned by 45°
     assert find_tunnel(GUARD, corner + [0, 0, 0.01], UP, corner - [0, 0, 1.0], UP) is not None
     assert find_tunnel(guard, corner + [0, 0, 0.01], UP, corner - [0, 0, 1.0], UP) is None
+
+
+def _core_guard() -> TunnelGuard:
+    """A probe 35 mm off the tool axis (a nut's piece centroid) around a static 40 mm square core (a bolt)."""
+    normals = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=np.float64)
+    offsets = np.array([0.02, 0.02, 0.02, 0.02, 0.05, 0.05])
+    planes = np.column_stack([normals, offsets])[None]
+    thickness = np.array([[0.04, 0.04, 0.04, 0.04, 0.1, 0.1]])
+    return TunnelGuard(np.array([[0.035, 0.0, 0.0]]), planes, thickness, ("static 0 'core' piece 0",))
+
+
+def test_a_tool_spinning_around_a_core_follows_the_arc_not_the_chord():
+    """Turning 2 rad in one step, the probe's chord cuts the core (its middle is 18.9 mm from the axis) but its
+    arc stays 35 mm away: not tunnelling. Turning 2.94 rad, the arc crosses a 10 mm wide plate at 30–40 mm from
+    the axis (near 90°) that the chord (never above y = 17.5 mm) misses: tunnelling."""
+    guard = _core_guard()
+    spun = quat_to_mat(rotvec_to_quat(np.array([0.0, 0.0, 2.0])))
+    assert find_tunnel(guard, np.zeros(3), UP, np.zeros(3), spun) is None
+    plate = np.array([[[1, 0, 0, 0.005], [-1, 0, 0, 0.005], [0, 1, 0, 0.04], [0, -1, 0, -0.03],
+                       [0, 0, 1, 0.05], [0, 0, -1, 0.05]]], dtype=np.float64)
+    plate_guard = TunnelGuard(guard.probes, plate, np.array([[0.01, 0.01, 0.01, 0.01, 0.1, 0.1]]), ("plate",))
+    spun = quat_to_mat(rotvec_to_quat(np.array([0.0, 0.0, 2.94])))
+    found = find_tunnel(plate_guard, np.zeros(3), UP, np.zeros(3), spun)
+    assert found is not None and "passed through it (10 mm inside)" in found
+
+
+def test_passing_through_while_spinning_is_still_tunnelling():
+    """A step cut into 30 parts by a 3 rad spin about the peg's axis still sums the 20 mm through the table."""
+    spun = quat_to_mat(rotvec_to_quat(np.array([0.0, 0.0, 3.0])))
+    found = find_tunnel(GUARD, tip_at(0.001), UP, tip_at(-1.0), spun)
+    assert "static 0 'table' piece 0" in found and "passed through it (20 mm inside)" in found
