@@ -1,9 +1,10 @@
 """The committed depth networks (models/depth-*) load against their parts and meet issue 16's accuracy bar —
 max |error| within ±0.5 mm of the surface ≤ 0.2 × the radial clearance (hole 6.5 µm, bolt 40 µm) — at the
 contact-relevant nodes (the peg's nodes at sampled poses in the hole; the nut's nodes in the bolt's thread
-region). Over the WHOLE band they do not (measured: hole 18.7 µm at the rim and corner, bolt 52.6 µm at the
+region). Over the WHOLE band they do not (measured: hole 17.3 µm at the rim, floor and corner, bolt 52.6 µm at the
 thread's ends), nor does the bolt at the nut's nodes by the thread's ends: those asserts hold the measured
-shortfall so that it cannot grow unnoticed; see the model cards."""
+shortfall so that it cannot grow unnoticed; see the model cards. The hole's max at the peg's nodes is AT the bar,
+not under it with margin: 4.6-7.9 µm over four pose samples (rng 11, used here: 5.6 µm)."""
 
 from pathlib import Path
 
@@ -22,7 +23,7 @@ HOLE_BAR = 6.5e-6
 BOLT_BAR = 40e-6
 """[m] 0.2 × the M48 pair's 0.2 mm radial play."""
 HOLE_BAND_MEASURED = 20e-6
-"""[m] bound on the hole net's max error over the whole band (measured 18.7 µm; the bar is not met there)."""
+"""[m] bound on the hole net's max error over the whole band (measured 17.3 µm; the bar is not met there)."""
 BOLT_BAND_MEASURED = 60e-6
 """[m] bound on the bolt net's max error over the whole band (measured 52.6 µm; the bar is not met there)."""
 BOLT_ENDS_MEASURED = 70e-6
