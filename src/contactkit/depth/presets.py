@@ -17,7 +17,8 @@ peg's nodes, 18.7 / 3.3 over the band (seed 1: 8.8 and 16.6; 60k steps: 8.1 and 
 5.2 / 1.7 and 17.3 / 2.8 (2.2× the time; the preset); fit_band 0.6 mm or 2 mm: worse (15.2, 24.5 at the nodes).
 Bolt, 60k steps float32 with the domain from the bottom face up: 30.5 / 5.3 at the nut's nodes, 52.6 / 5.9 over
 the band (the thread's middle 29.3, its chamfered top and cut bottom ~50-54); 40k steps with the domain from
-2 mm below the bottom: 57.5 at the nodes, 87.8 over the band.
+2 mm below the bottom: 57.5 at the nodes, 87.8 over the band; 60k steps float64: 43.2 and 78.5 (worse, so
+float32 for the bolt).
 """
 
 from __future__ import annotations
@@ -123,8 +124,7 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
         frame = make_frame(coordinates or Coordinates.HELICAL, pitch=m["p"], handedness=m["handedness"])
         setup = default_setup(part, frame, r_range=(m["minor_radius"] - THREAD_PAD, m["major_radius"] + THREAD_PAD),
                               z_range=(0.0, m["length"] + REACH_PAD))
-        config = TrainConfig(samples=300_000, steps=60_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3,
-                             dtype="float64")
+        config = TrainConfig(samples=300_000, steps=60_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3)
         nodes = nut_nodes_on_bolt(np.random.default_rng(seed + 2), part)
     elif Path(name).is_file():
         from contactkit.geometry.mesh_io import load_mesh
