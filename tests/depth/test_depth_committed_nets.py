@@ -1,15 +1,14 @@
-"""The committed depth networks (models/depth-*) load against their parts and meet issue 16's accuracy bar —
-max |error| within ±0.5 mm of the surface ≤ 0.2 × the radial clearance (hole 6.5 µm, bolt 40 µm) — at the
-contact-relevant nodes (the peg's nodes at sampled poses in the hole; the nut's nodes in the bolt's thread
-region). Over the WHOLE band they do not (measured: hole 17.3 µm at the rim, floor and corner, bolt 52.6 µm at the
+"""The committed depth networks (models/depth-*) against issue 16's accuracy bar — max |error| within ±0.5 mm of
+the surface ≤ 0.2 × the radial clearance (hole 6.5 µm, bolt 40 µm). The bolt meets it at the nut's nodes in the
+thread region (measured 25.6-29.3 µm over pose samples); the hole is AT it at the peg's nodes, not under it.
+Over the WHOLE band they do not (measured: hole 17.3 µm at the rim, floor and corner, bolt 52.6 µm at the
 thread's ends), nor does the bolt at the nut's nodes by the thread's ends: those asserts hold the measured
 shortfall so that it cannot grow unnoticed; see the model cards. The hole's max at the peg's nodes is AT the bar,
-not under it with margin: 4.6-7.9 µm over four pose samples (rng 11, used here: 5.6 µm)."""
+not under it with margin: 4.6-7.9 µm over four pose samples, so its test holds that measured bound, not the bar."""
 
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from contactkit.depth import accuracy, load_depth_net
 from contactkit.depth.presets import nut_nodes_on_bolt, peg_nodes_in_hole
@@ -18,8 +17,9 @@ from contactkit.geometry import bolt, paper_hole
 MODELS = Path(__file__).resolve().parents[2] / "models"
 HOLE = MODELS / "depth-paper-hole" / "hole.safetensors"
 BOLT = MODELS / "depth-m48-bolt" / "bolt.safetensors"
-HOLE_BAR = 6.5e-6
-"""[m] 0.2 × the paper hole's 32.5 µm radial clearance."""
+HOLE_NODES_MEASURED = 8.5e-6
+"""[m] bound on the hole net's max error at the peg's nodes (measured 4.6-7.9 µm over four pose samples; the bar,
+0.2 × the 32.5 µm radial clearance = 6.5 µm, is not met on every sample)."""
 BOLT_BAR = 40e-6
 """[m] 0.2 × the M48 pair's 0.2 mm radial play."""
 HOLE_BAND_MEASURED = 20e-6
@@ -34,20 +34,18 @@ THREAD_BELOW_CHAMFER = 1e-3
 """[m] ... and ends this far below the start of the top chamfer."""
 
 
-@pytest.mark.skipif(not HOLE.exists(), reason="models/depth-paper-hole not committed yet")
-def test_hole_net_meets_the_bar():
+def test_hole_net_holds_its_measured_accuracy():
     hole = paper_hole()
     net = load_depth_net(HOLE, hole)
     rng = np.random.default_rng(11)
     nodes = accuracy(net, hole, rng, points=peg_nodes_in_hole(rng))
     band = accuracy(net, hole, rng, n=10_000)
     assert nodes["n"] > 1000 and nodes["n_far"] == 0
-    assert nodes["max_um"] <= HOLE_BAR * 1e6, nodes
+    assert nodes["max_um"] <= HOLE_NODES_MEASURED * 1e6, nodes
     assert band["max_um"] <= HOLE_BAND_MEASURED * 1e6, band
 
 
-@pytest.mark.skipif(not BOLT.exists(), reason="models/depth-m48-bolt not committed yet")
-def test_bolt_net_meets_the_bar():
+def test_bolt_net_meets_the_bar_in_the_thread_region():
     part = bolt()
     net = load_depth_net(BOLT, part)
     rng = np.random.default_rng(12)

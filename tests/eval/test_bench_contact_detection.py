@@ -117,9 +117,6 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not all((MODELS / p).exists() for p in ("depth-paper-hole/hole.safetensors",
-                                                             "depth-m48-bolt/bolt.safetensors")),
-                    reason="models/depth-paper-hole or models/depth-m48-bolt not committed yet")
 def test_quick_run_with_the_committed_networks():
     """The paper's parts and the committed networks: both detectors find contact at every clearly penetrating
     pose and none at every clearly free one, and every node in the ±0.5 mm band is inside the network's domain."""
