@@ -11,7 +11,6 @@ that is not a well-formed depth network, or (given the part) one trained on anot
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import safetensors.numpy
 from contactkit.depth.coordinates import N_FEATURES, Coordinates, make_frame
 from contactkit.depth.network import HIDDEN, DepthNet
 from contactkit.errors import CheckpointError, ContactkitError
+from contactkit.files import write_atomic
 from contactkit.geometry.part import Part, mesh_sha256
 
 FORMAT = "contactkit.depth"
@@ -47,17 +47,7 @@ def save_depth_net(net: DepthNet, path: str | Path) -> Path:
     }
     payload = safetensors.numpy.save(tensors, metadata={"format": FORMAT, "format_version": FORMAT_VERSION,
                                                         "depth_net": json.dumps(desc)})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomic(path, payload)
 
 
 def _fail(path: Path, problem: str) -> CheckpointError:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from contactkit.depth.coordinates import Coordinates, SymmetryFrame, features_numpy, features_torch
+from contactkit.devices import check_device
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.signed_distance import check_points
 from contactkit.rotations.numpy import quat_to_mat
@@ -108,25 +109,6 @@ def torch_weights(net: DepthNet, device: torch.device, dtype: torch.dtype) -> tu
     tensors = tuple(torch.as_tensor(w, dtype=dtype, device=device) for w in net.weights)
     _CACHE[key] = (weakref.ref(net, lambda _, k=key: _CACHE.pop(k, None)), tensors)
     return tensors
-
-
-def check_device(device: torch.device | str) -> torch.device:
-    """The torch device named ``device`` ('cpu', 'cuda', 'cuda:N'), checked to exist on this machine.
-
-    Raises:
-        InvalidInputError: not a CPU/CUDA device name, or a CUDA device this machine does not have.
-    """
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError, TypeError):
-        raise InvalidInputError(f"device {str(device)!r} is not a torch device; use cpu, cuda or cuda:N") from None
-    if dev.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if (dev.index or 0) >= count:
-            raise InvalidInputError(f"device {str(device)!r}: this machine has {count} CUDA device(s)")
-    elif dev.type != "cpu":
-        raise InvalidInputError(f"device {str(device)!r}: only cpu and cuda devices are supported")
-    return dev
 
 
 def query(net: DepthNet, points: np.ndarray, *, device: torch.device | str = "cpu") -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
-from contactkit.depth.network import HIDDEN, DepthNet, check_device, mlp, query
+from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
+from contactkit.devices import check_device
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part, mesh_sha256
 from contactkit.geometry.signed_distance import signed_distance

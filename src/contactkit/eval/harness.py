@@ -33,6 +33,7 @@ from contactkit.eval.store import (
     narrowing,
     source_root,
 )
+from contactkit.files import write_atomic
 
 BENCHMARKS = {
     "collect": "contactkit.eval.bench_collect",
@@ -102,10 +103,7 @@ def provenance(seed: int, quick: bool, argv: list[str] | None = None) -> dict:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and ``os.replace`` (never a half-written file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def atomic_write_json(path: Path, payload: dict) -> None:

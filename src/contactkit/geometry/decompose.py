@@ -23,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from enum import Enum
@@ -33,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import GeometryError, InvalidInputError
+from contactkit.files import write_atomic
 from contactkit.geometry.decomposition_error import decomposition_errors
 from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
 from contactkit.geometry.validate import (
@@ -277,13 +276,7 @@ def _write_cache(path: Path, digest: str, settings: DecompositionSettings, piece
     an error (the decomposition is still returned), and leaves no partial file."""
     d = {"format": CACHE_FORMAT, "mesh_sha256": digest, "settings": settings.to_dict(),
          "coacd": _coacd_version(), "pieces": [p.to_dict() for p in pieces], "report": report.to_dict()}
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as fh:
-            tmp = fh.name
-            json.dump(d, fh)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(d))
     except OSError:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        pass

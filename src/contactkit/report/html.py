@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
+
+from contactkit.files import write_atomic
 
 MISSING = "—"
 """What a table cell shows for a value that is None."""
@@ -68,8 +69,4 @@ def write_report(out_dir: str | Path, title: str, sections: list[dict], footer: 
         parts.append(f"<p class='note'>{html.escape(footer)}</p>")
     parts.append("</body></html>")
     page = out_dir / "index.html"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = page.with_name("index.html.tmp")
-    tmp.write_text("\n".join(parts), encoding="utf-8")
-    os.replace(tmp, page)
-    return page
+    return write_atomic(page, "\n".join(parts))

@@ -178,7 +178,7 @@ def test_overwrite_is_atomic(tmp_path, batch, monkeypatch):
     def failing_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr("contactkit.models.gnn.checkpoint.os.replace", failing_replace)
+    monkeypatch.setattr("contactkit.files.os.replace", failing_replace)
     newer, _ = _trained(batch, 3)
     with pytest.raises(OSError, match="disk full"):
         save_checkpoint(path, newer, STEP)

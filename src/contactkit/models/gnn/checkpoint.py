@@ -15,7 +15,6 @@ claims more bytes than it has, is a foreign safetensors file, or does not match 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,9 @@ import numpy as np
 import safetensors.torch
 import torch
 
-from contactkit.errors import CheckpointError, ContactkitError, InvalidInputError
+from contactkit.devices import check_device
+from contactkit.errors import CheckpointError, ContactkitError
+from contactkit.files import write_atomic
 from contactkit.model import ActionMode
 from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
@@ -85,17 +86,7 @@ def save_checkpoint(
     if optimizer is not None:
         meta["optimizer"] = json.dumps(_optimizer_tensors(optimizer.state_dict(), tensors))
     payload = safetensors.torch.save(tensors, metadata=meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomic(path, payload)
 
 
 def _optimizer_tensors(state: dict, tensors: dict[str, torch.Tensor]) -> dict:
@@ -262,26 +253,6 @@ def _optimizer_state(path: Path, opt_meta: dict | None, tensors: dict[str, torch
     except (KeyError, ValueError, TypeError) as exc:
         raise _fail(path, f"optimizer state is malformed ({exc})") from None
     return {"state": state, "param_groups": groups}
-
-
-def check_device(device: torch.device | str) -> torch.device:
-    """The torch device named ``device`` ('cpu', 'cuda', 'cuda:N'), checked to exist on this machine.
-
-    Raises:
-        InvalidInputError: not a torch device name, not a CPU or CUDA device, or a CUDA device this machine
-            does not have (naming ``device`` and the number of CUDA devices).
-    """
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError, TypeError):
-        raise InvalidInputError(f"device {str(device)!r} is not a torch device; use cpu, cuda or cuda:N") from None
-    if dev.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if (dev.index or 0) >= count:
-            raise InvalidInputError(f"device {str(device)!r}: this machine has {count} CUDA device(s)")
-    elif dev.type != "cpu":
-        raise InvalidInputError(f"device {str(device)!r}: only cpu and cuda devices are supported")
-    return dev
 
 
 def restore_model(ckpt: Checkpoint, device: torch.device | str = "cpu") -> EncodeProcessDecode:
