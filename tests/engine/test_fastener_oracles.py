@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from contactkit.engine import EngineParams, EngineWorld
-from contactkit.geometry import DecompositionSettings, decompose, mass_properties, signed_distance
+from contactkit.geometry import DecompositionSettings, box, decompose, mass_properties, signed_distance
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.fasteners import bolt, nut
 from contactkit.geometry.part import Part
@@ -121,6 +121,24 @@ def test_peg_dropped_aligned_reaches_the_bottom():
     assert abs(result.state.pos[2]) < HOLE_NODE_TOL
     assert np.linalg.norm(result.state.lin_vel) < 1e-3
     assert node_penetration(scene, world) < HOLE_NODE_TOL
+
+
+def test_a_block_set_down_beyond_the_networks_domain_rests_on_the_pieces():
+    """The hole's network knows the bore and 3 mm around it (r ≤ 28.0 mm); a 10 mm cube dropped onto the block's
+    top face at r = 29–39 mm is wholly outside that domain, so the engine collides it with the block's convex
+    pieces and it comes to rest on the top face (without the pieces it fell through the block)."""
+    hole = paper_hole()
+    cube = box((0.01, 0.01, 0.01), name="cube")
+    top = hole.meta["depth"]
+    scene = Scene("cube-on-block", _tool(cube, ALUMINIUM, 0.3, (0.034, 0.0, top + 0.005 + 0.003)),
+                  (StaticBody(hole, friction=0.3, depth_model=str(HOLE_NET)),),
+                  ImpedanceGains(gravity_compensation=False), workspace_lo=(-0.1, -0.1, -0.05),
+                  workspace_hi=(0.1, 0.1, 0.2))
+    world = EngineWorld(scene, WorldParams())
+    for _ in range(6):  # 0.3 s: a 3 mm fall takes 25 ms
+        state = world.step(np.zeros(6), ActionMode.WRENCH).state
+    assert state.pos[2] == pytest.approx(top + 0.005, abs=HOLE_NODE_TOL)
+    assert np.linalg.norm(state.lin_vel) < 1e-3
 
 
 @pytest.mark.slow

@@ -27,6 +27,11 @@ than ``DEDUPE_ANGLE`` (a peg tip vertex in the corner of a hole touches the floo
 of two wall pieces it keeps one). Edge-edge contacts are not generated: a fine polygon's edges cross at
 angles close to 180°, where the vertices next to a crossing carry its depth to within the polygon's sagitta.
 The distance checks against :func:`contactkit.collision.contacts` (COAL) are in the engine's tests.
+
+A static part with a learned depth network (:mod:`._kernels_depthnet`) is collided through the network where the
+network answers — a point inside its training domain — and through its convex pieces everywhere else: a tool
+vertex inside a network's domain skips that static's pieces, and so does a static vertex inside it. So a peg set
+down on a hole block's top face beyond the network's domain rests on the block's pieces instead of falling through.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import math
 import numpy as np
 from numba import njit
 
-from contactkit.engine._kernels_depthnet import depth_contacts
+from contactkit.engine._kernels_depthnet import depth_contacts, inside_domain
 from contactkit.engine._kernels_geometry import (
     INFO_CENTRE,
     INFO_FRAME,
@@ -247,6 +252,9 @@ def _tool_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, cache, 
         count = 0
         for item in range(piece_start[cell], piece_start[cell + 1]):
             e = piece_items[item]
+            net = geo.env_net[e]
+            if net >= 0 and inside_domain(geo.depth, net, x, y, z):
+                continue  # the static's depth network answers here (module docstring)
             f = cache[v, e]
             if f >= 0:
                 val = planes[f, 0] * x + planes[f, 1] * y + planes[f, 2] * z - planes[f, 3]
@@ -291,6 +299,9 @@ def _env_vertices(geo, rot, pos, motion, com, margin, lookahead, speed, grow, ca
                     cell = (i * dims[1] + j) * dims[2] + kk
                     for item in range(vert_start[cell], vert_start[cell + 1]):
                         w = vert_items[item]
+                        net = geo.env_vert_net[w]
+                        if net >= 0 and inside_domain(geo.depth, net, verts[w, 0], verts[w, 1], verts[w, 2]):
+                            continue
                         wx, wy, wz = verts[w, 0] - pos[0], verts[w, 1] - pos[1], verts[w, 2] - pos[2]
                         x = rot[0, 0] * wx + rot[1, 0] * wy + rot[2, 0] * wz
                         y = rot[0, 1] * wx + rot[1, 1] * wy + rot[2, 1] * wz

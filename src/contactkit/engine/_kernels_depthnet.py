@@ -1,7 +1,8 @@
 """Node contacts from learned penetration depth, in numba (tight-tolerance paper §III-A, network of §V-B).
 
 A static body with a depth network (:mod:`contactkit.depth`) is collided through the network instead of its
-convex pieces: every surface node ``x_i`` of the tool (its mesh vertices) that passes the broad phase is
+convex pieces inside the network's domain (outside it, through the pieces: :func:`inside_domain`,
+:mod:`._kernels_contacts`): every surface node ``x_i`` of the tool (its mesh vertices) that passes the broad phase is
 evaluated, ``d_i = d(x_i)`` is its signed distance [m] (negative: penetration) and ``n_i = ∂d/∂x`` (normalised)
 its contact normal, pointing out of the static part — the direction the engine's contact rows use (environment
 into tool). The rows are written exactly as :func:`._kernels_contacts.node_contacts` writes its rows, so the
@@ -141,6 +142,29 @@ def features(ds, s, x, f, jac):
         dphi = wave * a[k] - hand * dtheta
         jac[1, k] = -sn * dphi
         jac[2, k] = c * dphi
+
+
+@njit(cache=True)
+def inside_domain(ds, s, x, y, z):
+    """Whether world point ``(x, y, z)`` [m] lies in network ``s``'s feature domain ``[lo, hi]`` (where the network
+    answers; elsewhere the static's convex pieces do, :mod:`._kernels_contacts`). The phase features of a helical
+    network always lie in their ``[-1, 1]`` domain, so only ``r`` and ``z`` are tested."""
+    fr = ds.frame[s]
+    dx0, dx1, dx2 = x - fr[FRAME_ORIGIN, 0], y - fr[FRAME_ORIGIN, 1], z - fr[FRAME_ORIGIN, 2]
+    kind = ds.kind[s]
+    if kind == KIND_CARTESIAN:
+        for i in range(3):
+            row = FRAME_BASIS + i
+            f = fr[row, 0] * dx0 + fr[row, 1] * dx1 + fr[row, 2] * dx2
+            if f < ds.lo[s, i] or f > ds.hi[s, i]:
+                return False
+        return True
+    a = fr[FRAME_AXIS]
+    h = a[0] * dx0 + a[1] * dx1 + a[2] * dx2
+    q0, q1, q2 = dx0 - h * a[0], dx1 - h * a[1], dx2 - h * a[2]
+    r = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + ds.scalars[s, SCALAR_R_EPS] ** 2)
+    last = 1 if kind == KIND_CYLINDRICAL else 3
+    return ds.lo[s, 0] <= r <= ds.hi[s, 0] and ds.lo[s, last] <= h <= ds.hi[s, last]
 
 
 @njit(cache=True)

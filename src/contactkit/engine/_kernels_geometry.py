@@ -83,7 +83,10 @@ class ContactGeometry(NamedTuple):
         vert_start, vert_items: cell → environment vertices inside it.
         max_margin: ``(1,)`` the largest margin [m] a query may use.
         depth: :class:`~._kernels_depthnet.DepthSet`, the statics collided through a learned depth network
-            (none of their pieces are in ``env``) and the tool's surface nodes.
+            and the tool's surface nodes.
+        env_net: ``(E,)`` int64, the network in ``depth`` of each environment piece's static (-1: none): its piece
+            is collided only outside the network's domain (:mod:`._kernels_contacts`).
+        env_vert_net: ``(Ve,)`` int64, the same for each environment vertex.
     """
 
     tool: PieceSet
@@ -103,6 +106,8 @@ class ContactGeometry(NamedTuple):
     vert_items: np.ndarray
     max_margin: np.ndarray
     depth: DepthSet
+    env_net: np.ndarray
+    env_vert_net: np.ndarray
 
 
 def raw_capacity(geo: ContactGeometry) -> int:
@@ -212,16 +217,20 @@ def _cell_lists(lo: np.ndarray, hi: np.ndarray, env_verts: np.ndarray, grow: flo
     return origin, cell, dims, piece_start, pieces[order].astype(np.int64), vert_start, vorder.astype(np.int64)
 
 
-def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet | None = None) -> ContactGeometry:
+def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet | None = None,
+                     piece_net: np.ndarray | None = None) -> ContactGeometry:
     """The static :class:`ContactGeometry` of a scene's :class:`~contactkit.collision.CollisionWorld`.
 
     Args:
-        world: COAL world of the scene (its pieces' planes and vertices are reused); without the statics that
-            ``depth`` collides.
+        world: COAL world of the scene (its pieces' planes and vertices are reused).
         max_margin: largest contact margin [m] the queries will use (grows the grid's piece boxes).
         depth: the statics collided through a learned depth network
             (:func:`contactkit.engine.depth_contacts.depth_set`); ``None``: none.
+        piece_net: ``(E,)`` the network in ``depth`` of each environment piece's static, -1 for none (default:
+            none); such a piece is collided only outside its network's domain.
     """
+    n_env_all = len(world.env_pieces)
+    piece_net = np.full(n_env_all, -1, np.int64) if piece_net is None else np.asarray(piece_net, np.int64)
     n_tool, n_env = len(world.tool_pieces), len(world.env_pieces)
     tool_v = [world.tool_verts[t][world.tool_vmask[t]] for t in range(n_tool)]
     tool_p = [p[np.any(p[:, :3] != 0.0, axis=1)] for p in world.tool_planes]
@@ -231,6 +240,8 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
     if n_env:
         env_verts, index = _weld(np.concatenate(env_v))
         owner = np.repeat(np.arange(n_env), [len(v) for v in env_v])
+        vert_net = np.full(len(env_verts), -1, np.int64)
+        np.maximum.at(vert_net, index, piece_net[owner])
         vert_mu = np.zeros(len(env_verts))
         np.maximum.at(vert_mu, index, np.asarray(world.env_friction)[owner])
         lo = np.array([v.min(axis=0) for v in env_v])
@@ -239,6 +250,7 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
         env = piece_set(env_v, env_p)
     else:
         env_verts, vert_mu, env = np.zeros((0, 3)), np.zeros(0), piece_set([], [])
+        vert_net = np.zeros(0, np.int64)
         grid = (np.zeros(3), GRID_CELL, np.ones(3, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64),
                 np.zeros(2, np.int64), np.zeros(0, np.int64))
     return ContactGeometry(
@@ -259,4 +271,6 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
         vert_items=grid[6],
         max_margin=np.array([float(max_margin)]),
         depth=depth if depth is not None else empty_depth_set(),
+        env_net=piece_net,
+        env_vert_net=vert_net,
     )

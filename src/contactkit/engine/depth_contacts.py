@@ -3,13 +3,14 @@
 A :class:`~contactkit.scene.StaticBody` whose ``depth_model`` names a depth checkpoint
 (:func:`contactkit.depth.load_depth_net`, refused when its mesh hash differs from the body's part) is collided
 by :func:`._kernels_depthnet.depth_contacts` — every surface node of the tool against the network
-(tight-tolerance paper §III-A) — INSTEAD of its convex pieces; its pieces stay for MuJoCo and for the tunnelling
-guard. Statics without a network keep the convex-piece path (:mod:`._kernels_contacts`).
+(tight-tolerance paper §III-A) — wherever the network answers (inside its training domain), and through its
+convex pieces elsewhere (:func:`piece_networks`; a point outside the domain would otherwise see no contact at
+all); its pieces also serve MuJoCo and the tunnelling guard. Statics without a network keep the convex-piece
+path (:mod:`._kernels_contacts`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -60,9 +61,12 @@ def scene_depth_nets(scene: Scene) -> dict[int, DepthNet]:
     return nets
 
 
-def convex_only(scene: Scene, nets: Mapping[int, DepthNet]) -> Scene:
-    """``scene`` without the statics collided through a network (what the convex-piece path collides)."""
-    return dataclasses.replace(scene, statics=tuple(s for b, s in enumerate(scene.statics) if b not in nets))
+def piece_networks(nets: Mapping[int, DepthNet], env_body: np.ndarray) -> np.ndarray:
+    """``(E,)`` int64: for each environment piece (``env_body``: its static's index), the index of its static's
+    network in :func:`depth_set`'s order (statics by index), or -1 when its static has none. The engine collides
+    such a piece only outside the network's domain (:mod:`._kernels_contacts`)."""
+    order = {b: s for s, b in enumerate(sorted(nets))}
+    return np.array([order.get(int(b), -1) for b in env_body], dtype=np.int64)
 
 
 def _r_eps() -> float:

@@ -8,8 +8,8 @@ the control period, bias and noise of :class:`~contactkit.physics.WorldParams`) 
 policies and tasks take either. Physics: velocity-level rigid contact with the Signorini condition and
 Coulomb friction (tight-tolerance paper eqs 1–3; box friction of the pushing paper, eqs 5–8, on request), node
 contacts from the scene's convex pieces (for a static with a ``depth_model``: from its learned depth network
-instead, :mod:`contactkit.engine.depth_contacts`), warm-started matrix-free solvers, position projection. A control
-period is
+inside the network's domain, :mod:`contactkit.engine.depth_contacts`), warm-started matrix-free solvers, position
+projection. A control period is
 ``ceil(control_dt / EngineParams.max_step)`` engine steps; each reads
 collide → build problem → solve → sense → integrate (:func:`contactkit.engine._kernels_step.advance`).
 The period runs in numba because measurement demanded it: one COAL contact query
@@ -41,7 +41,7 @@ from contactkit.engine._kernels_step import (
     Settings,
     advance,
 )
-from contactkit.engine.depth_contacts import convex_only, depth_set, scene_depth_nets
+from contactkit.engine.depth_contacts import depth_set, piece_networks, scene_depth_nets
 from contactkit.engine.layout import (
     NORMAL_COLS,
     POINT_COLS,
@@ -156,8 +156,10 @@ class EngineWorld:
         self.limits = scene.limits
         self._guard = TunnelGuard.of(scene)
         nets = scene_depth_nets(scene)
-        convex = CollisionWorld(convex_only(scene, nets))
-        self.geometry = contact_geometry(convex, self.engine.max_margin, depth_set(scene, nets, len(convex.env_pieces)))
+        collision = CollisionWorld(scene)
+        self.geometry = contact_geometry(collision, self.engine.max_margin,
+                                         depth_set(scene, nets, len(collision.env_pieces)),
+                                         piece_networks(nets, collision.env_body))
         self.settings = _settings(self.engine, self.params)
         self.n_steps, self.step_dt = self.settings.n_steps, self.settings.h
         tool = scene.tool
