@@ -31,7 +31,7 @@ def test_learn_depth_refuses_bad_arguments(tmp_path):
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--coordinates", "polar"])
     assert r.exit_code == 2 and "polar" in r.output
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--steps", "0"])
-    assert r.exit_code == 2 and "bad training settings" in r.output
+    assert r.exit_code == 2 and "steps must be >= 1, got 0" in r.output
     (tmp_path / "file").write_text("x")
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "file")])
     assert r.exit_code == 2 and "--out" in r.output

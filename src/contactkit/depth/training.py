@@ -92,10 +92,13 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        fractions = (self.surface_fraction, self.edge_fraction, self.hard_fraction)
-        if self.samples < 100 or self.steps < 1 or self.batch < 1 or self.hard_every < 1 or not all(
-                0 <= f <= 1 for f in fractions):
-            raise InvalidInputError(f"bad training settings {self}")
+        floors = {"samples": 100, "steps": 1, "batch": 1, "hard_every": 1}
+        bad = [f"{name} must be >= {low}, got {getattr(self, name)}" for name, low in floors.items()
+               if not getattr(self, name) >= low]
+        bad += [f"{name} must be in [0, 1], got {getattr(self, name)}"
+                for name in ("surface_fraction", "edge_fraction", "hard_fraction") if not 0 <= getattr(self, name) <= 1]
+        if bad:
+            raise InvalidInputError(f"bad training settings: {'; '.join(bad)}")
         if self.dtype not in ("float32", "float64") or not (self.lr > 0 and self.lr_final > 0 and self.fit_band > 0):
             raise InvalidInputError(f"dtype must be float32 or float64, learning rates and fit_band > 0, got {self}")
 
