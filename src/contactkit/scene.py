@@ -115,8 +115,9 @@ class StaticBody:
         friction: sliding friction coefficient (>= 0).
         depth_model: path of a learned penetration-depth network checkpoint for this part
             (:mod:`contactkit.depth`, tight-tolerance paper §III-A), or ``None``. Where set, the engine takes the
-            tool's node contacts with this body from the network instead of from the convex pieces (which MuJoCo
-            still uses); the engine checks the file and that it was trained on this mesh.
+            tool's node contacts with this body from the network inside the network's domain and from the convex
+            pieces outside it (MuJoCo uses the pieces only); the engine checks the file and that it was trained on
+            this mesh.
     """
 
     part: Part
