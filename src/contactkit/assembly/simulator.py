@@ -1,0 +1,280 @@
+"""The data-driven simulator step of the tight-tolerance paper (§III–§IV, Fig. 2): detect, cluster, solve, integrate.
+
+One step of ``dt`` (:data:`~contactkit.assembly.task.SIM_DT`, 10 ms) from the tool's state and a commanded setpoint:
+
+1. integration (part 1): the free end-of-step velocity under the implicit virtual coupling
+   (:func:`contactkit.assembly.coupling.coupled_free_velocity`, PMI, eq 1) and the coupling wrench it applies;
+2. detection: every tool node against the static part's learned depth network (§III-A), in numba
+   (:func:`detect_nodes`; the engine's kernel :func:`contactkit.engine._kernels_depthnet.evaluate`);
+3. clustering: any :class:`Clustering` (the learned one of §III-B, K-means, or :class:`IdentityClustering`);
+4. solving: Algorithm 1 (:func:`contactkit.assembly.nc_solver.solve_nc`) with the C-space row (§IV) where the
+   C-space model says ``h(q) ≤ activation``, or the box-PGS baseline;
+5. integration (part 2): PMI pose update (:func:`contactkit.engine.reference.advance_pose`).
+
+A contact impulse ``P`` changes the end-of-step velocity through the coupling's implicit terms as well:
+``(m + h c/2) Δv⁺ = P`` with ``c = k h/2 + d`` (:mod:`contactkit.assembly.coupling`), so the contact problem uses
+the effective inverse mass of :func:`effective_inverse_mass` (the gyroscopic skew term is left out, as in the
+reference engine). Each stage is timed with ``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from contactkit.assembly.coupling import CouplingGains, coupled_free_velocity
+from contactkit.assembly.nc_solver import (
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_RELAXATION,
+    DEFAULT_TOL,
+    FrictionKind,
+    solve_nc,
+)
+from contactkit.assembly.task import SIM_DT, AssemblyTask
+from contactkit.collision import Contacts
+from contactkit.depth import NodeContacts
+from contactkit.engine._kernels_depthnet import evaluate
+from contactkit.engine.depth_contacts import placed_depth_set
+from contactkit.engine.params import Integrator
+from contactkit.engine.reference import RigidBody, SolveStatus, advance_pose
+from contactkit.engine.reference.solvers.virtual_constraint import configuration, cspace_normal
+from contactkit.errors import InvalidInputError
+from contactkit.rotations import quat_to_mat
+from contactkit.state import BodyState
+
+if TYPE_CHECKING:
+    from contactkit.assembly.cspace import CSpaceModel
+
+DEFAULT_MARGIN = 1e-4
+"""[m] nodes closer than this to the static part are contacts (speculative: 10 mm/s for 10 ms)."""
+STAGES = ("detection", "clustering", "solving", "integration")
+"""Keys of :attr:`SimStep.stage_s`."""
+
+
+class Clustering(Protocol):
+    """Turns the original node contacts into ``Mc`` clustered contacts (tight-tolerance paper §III-B)."""
+
+    def cluster(self, task: AssemblyTask, contacts: NodeContacts, state: BodyState,
+                applied_wrench: np.ndarray) -> Contacts:
+        """Clustered contacts (world frame, normals into the tool) of ``contacts`` at ``state`` under the
+        coupling wrench ``applied_wrench (6,)`` (world, about the COM) [N, N·m]."""
+        ...
+
+
+@dataclass(frozen=True)
+class IdentityClustering:
+    """Every node contact is its own cluster (no reduction): the trivial :class:`Clustering`."""
+
+    def cluster(self, task: AssemblyTask, contacts: NodeContacts, state: BodyState,
+                applied_wrench: np.ndarray) -> Contacts:
+        """The node contacts as :class:`Contacts` with the task's friction coefficient."""
+        m = len(contacts.depth)
+        return Contacts(points=contacts.points, normals=contacts.normals, distances=contacts.depth,
+                        friction=np.full(m, task.friction))
+
+
+class SolverKind(str, Enum):
+    """Contact solver of the simulator."""
+
+    NC_SOR = "nc-sor"  # Algorithm 1: block SOR with the exact single-contact solve + optional C-space row
+    PGS = "pgs"  # box-friction projected Gauss-Seidel (baseline, §V-C)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Settings of the simulator step.
+
+    Attributes:
+        dt: step [s]; solver: :class:`SolverKind`; relaxation: ``α`` of Algorithm 1;
+        max_iterations: cap on solver sweeps; tol: residual bound [m/s]; margin: detection margin [m];
+        cspace_activation: the C-space row is added where ``h(q) ≤`` this value.
+    """
+
+    dt: float = SIM_DT
+    solver: SolverKind = SolverKind.NC_SOR
+    relaxation: float = DEFAULT_RELAXATION
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    tol: float = DEFAULT_TOL
+    margin: float = DEFAULT_MARGIN
+    cspace_activation: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.dt) and self.dt > 0):
+            raise InvalidInputError(f"SimConfig.dt must be finite and > 0 s, got {self.dt!r}")
+        if not np.isfinite(self.margin):
+            raise InvalidInputError(f"SimConfig.margin must be finite, got {self.margin!r}")
+        object.__setattr__(self, "solver", SolverKind(self.solver))
+
+
+@dataclass(frozen=True)
+class SimStep:
+    """Result of one simulator step.
+
+    Attributes:
+        state: the tool's state at the end of the step.
+        wrench: ``(6,)`` mean contact wrench over the step, world, about the COM at the start [N, N·m]
+            (the C-space virtual wrench ``N_C λ_C`` included).
+        applied: ``(6,)`` mean coupling wrench over the step (with the end-of-step velocity), same frame.
+        n_nodes: original node contacts detected; n_clustered: contacts after clustering.
+        stage_s: seconds per stage (:data:`STAGES`).
+        status: the solver's :class:`SolveStatus`; cspace_active: whether the C-space row was added;
+        cspace_h: ``h(q)`` at the start (``nan`` without a C-space model).
+        iterations: solver sweeps; residual: its final residual [m/s]; cspace_impulse: ``λ_C`` [N·s].
+    """
+
+    state: BodyState
+    wrench: np.ndarray
+    applied: np.ndarray
+    n_nodes: int
+    n_clustered: int
+    stage_s: dict[str, float]
+    status: SolveStatus
+    cspace_active: bool
+    cspace_h: float
+    iterations: int = 0
+    residual: float = 0.0
+    cspace_impulse: float = 0.0
+    contacts: Contacts | None = field(default=None, repr=False)
+
+
+@lru_cache(maxsize=16)
+def _depth_set(task: AssemblyTask):
+    if task.depth_net is None:
+        raise InvalidInputError(f"task {task.name!r} has no depth network: the simulator detects with it")
+    return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), task.friction)],
+                            task.nodes)
+
+
+def _world_nodes(task: AssemblyTask, state: BodyState) -> np.ndarray:
+    return task.nodes @ quat_to_mat(np.asarray(state.quat, np.float64)).T + np.asarray(state.pos, np.float64)
+
+
+def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeContacts:
+    """Node contacts of the tool against the static part's depth network (§III-A), numba kernel.
+
+    Args:
+        task: the task (its depth network, static part at the world origin). state: the tool's pose.
+        margin: [m] nodes with learned signed distance ``d < margin`` are reported.
+
+    Returns:
+        :class:`contactkit.depth.NodeContacts` (world frame, normals out of the static part, increasing index).
+    """
+    ds = _depth_set(task)
+    world = _world_nodes(task, state)
+    inside = np.all((world >= ds.box_lo[0]) & (world <= ds.box_hi[0]), axis=1)
+    cand = np.flatnonzero(inside)
+    pts = np.ascontiguousarray(world[cand])
+    depth, grad = np.empty(len(cand)), np.empty((len(cand), 3))
+    if len(cand):
+        evaluate(ds, 0, pts, depth, grad, float(margin))
+    norm = np.linalg.norm(grad, axis=1)
+    hit = (depth < margin) & (norm > 1e-12)
+    return NodeContacts(cand[hit].astype(np.int64), pts[hit], grad[hit] / norm[hit, None], depth[hit])
+
+
+def node_penetration(task: AssemblyTask, state: BodyState, *, exact: bool = True) -> float:
+    """Largest penetration [m] (``≥ 0``) of any tool node into the static part.
+
+    ``exact``: :func:`contactkit.geometry.signed_distance.signed_distance` of the static mesh (libigl);
+    otherwise the learned depth network (nodes outside its domain count as free).
+    """
+    if exact:
+        from contactkit.geometry.signed_distance import signed_distance
+
+        d = signed_distance(task.static, _world_nodes(task, state))
+    else:
+        d = detect_nodes(task, state, 0.0).depth
+    return float(max(-d.min(initial=0.0), 0.0))
+
+
+def effective_inverse_mass(body: RigidBody, gains: CouplingGains, dt: float) -> np.ndarray:
+    """``(6, 6)`` inverse of ``diag((m + h c/2) I, J + h c_r/2 I)``, ``c = k h/2 + d``, ``c_r = k_r h/2 + d_r``:
+    how a contact impulse moves the end-of-step velocity under the implicit PMI coupling (module docstring)."""
+    c = 0.5 * gains.stiffness * dt + gains.damping
+    c_r = 0.5 * gains.angular_stiffness * dt + gains.angular_damping
+    out = np.zeros((6, 6))
+    out[:3, :3] = np.eye(3) / (body.mass + 0.5 * dt * c)
+    out[3:, 3:] = np.linalg.inv(body.inertia_body + 0.5 * dt * c_r * np.eye(3))
+    return out
+
+
+def _actual_coupling(state: BodyState, applied_free: np.ndarray, v_free: np.ndarray, v_next: np.ndarray,
+                     gains: CouplingGains, dt: float) -> np.ndarray:
+    """Mean coupling wrench with the end-of-step velocity ``v_next``: the free one minus ``c/2 (V⁺ - V_free)``."""
+    c = 0.5 * gains.stiffness * dt + gains.damping
+    c_r = 0.5 * gains.angular_stiffness * dt + gains.angular_damping
+    rot = quat_to_mat(np.asarray(state.quat, np.float64))
+    dv = v_next - v_free
+    return applied_free - np.concatenate([0.5 * c * dv[:3], rot @ (0.5 * c_r * dv[3:])])
+
+
+def _cspace_row(task: AssemblyTask, state: BodyState, cspace, activation: float) -> tuple[np.ndarray | None, float]:
+    """``(N_C or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``."""
+    if cspace is None:
+        return None, float("nan")
+    from contactkit.assembly.cspace import surface_function
+
+    surface = surface_function(cspace)
+    h = float(surface.value(configuration(task.body, state)))
+    if h > activation:
+        return None, h
+    return cspace_normal(task.body, state, surface).direction, h
+
+
+def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gains: CouplingGains,
+         clustering: Clustering, config: SimConfig, cspace: CSpaceModel | None = None) -> SimStep:
+    """One data-driven simulator step of ``config.dt`` (module docstring; paper Fig. 2, eqs 1–3, 8, Algorithm 1).
+
+    Args:
+        task: the task. state: the tool's state at the start (body frame origin, world).
+        setpoint_pos ``(3,)`` [m], setpoint_quat ``(4,)`` wxyz: commanded pose of the tool's body frame, world.
+        gains: the virtual coupling. clustering: a :class:`Clustering`. config: :class:`SimConfig`.
+        cspace: the C-space model ``h(q)`` (§IV) or None (N-space contacts only).
+    """
+    body, dt = task.body, config.dt
+    t0 = time.perf_counter()
+    v_free, applied_free = coupled_free_velocity(body, state, setpoint_pos, setpoint_quat, gains, dt)
+    t1 = time.perf_counter()
+    nodes = detect_nodes(task, state, config.margin)
+    t2 = time.perf_counter()
+    contacts = clustering.cluster(task, nodes, state, applied_free)
+    t3 = time.perf_counter()
+    direction, h = _cspace_row(task, state, cspace, config.cspace_activation)
+    friction = FrictionKind.CONE if config.solver is SolverKind.NC_SOR else FrictionKind.BOX
+    sol = solve_nc(body, state, contacts, v_free, dt, cspace_direction=direction, friction=friction,
+                   m_inv=effective_inverse_mass(body, gains, dt), relaxation=config.relaxation,
+                   max_iterations=config.max_iterations, tol=config.tol)
+    t4 = time.perf_counter()
+    new_state = advance_pose(body, state, sol.velocity, dt, Integrator.PASSIVE_MIDPOINT)
+    applied = _actual_coupling(state, applied_free, v_free, sol.velocity, gains, dt)
+    t5 = time.perf_counter()
+    stages = {"detection": t2 - t1, "clustering": t3 - t2, "solving": t4 - t3, "integration": (t1 - t0) + (t5 - t4)}
+    return SimStep(new_state, sol.wrench, applied, len(nodes.depth), contacts.count, stages, sol.status,
+                   direction is not None, h, sol.iterations, sol.residual, sol.cspace_impulse, contacts)
+
+
+def simulate(task: AssemblyTask, initial: BodyState, setpoints_pos, setpoints_quat, gains: CouplingGains,
+             clustering: Clustering, config: SimConfig, cspace: CSpaceModel | None = None,
+             progress: Callable[[int, int], None] | None = None) -> list[SimStep]:
+    """``T`` steps from ``initial`` following setpoints ``(T, 3)`` [m] and ``(T, 4)`` wxyz (one per step).
+
+    ``progress(t, T)`` is called after each step when given. Returns the :class:`SimStep` of every step.
+    """
+    pos = np.asarray(setpoints_pos, dtype=np.float64)
+    quat = np.asarray(setpoints_quat, dtype=np.float64)
+    if pos.ndim != 2 or pos.shape[1] != 3 or quat.shape != (len(pos), 4):
+        raise InvalidInputError(f"setpoints must be (T, 3) and (T, 4), got {pos.shape} and {quat.shape}")
+    out, state = [], initial
+    for t in range(len(pos)):
+        result = step(task, state, pos[t], quat[t], gains, clustering, config, cspace)
+        out.append(result)
+        state = result.state
+        if progress is not None:
+            progress(t + 1, len(pos))
+    return out
