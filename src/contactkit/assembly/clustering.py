@@ -1,0 +1,463 @@
+"""Learned contact clustering (tight-tolerance paper §III-B, eqs 4–6; network sizes §V-B), forward in numpy.
+
+The original contacts (tool nodes found by the depth network, :class:`contactkit.depth.NodeContacts`) are reduced
+to ``Mc`` clustered contacts by learned weights:
+
+* node inputs (eq 4) ``X_i = [x_i; q; v_i; ω; f; τ_i] ∈ R¹⁹``, world frame: ``x_i`` the node's position [m];
+  ``q`` the tool body's quaternion wxyz, sign fixed to ``w ≥ 0`` (q and −q are one pose); ``v_i = v + ω × (x_i − p)``
+  the node's velocity [m/s] (``v`` of the body origin ``p``); ``ω`` the body's angular velocity [rad/s]; ``f`` the
+  applied force [N] (the virtual coupling's, the same for every node); ``τ_i = τ_c + (c − x_i) × f`` the applied
+  moment about the node [N·m] (``τ_c`` about the COM ``c``). Every input is scaled to ``[−1, 1]`` by the net's
+  min/max ranges (``2 (X − lo)/(hi − lo) − 1``, not clipped).
+* eq 5 interaction network: ``Y_W,i = f_O1(X_i, Σ_{l∈S_i} f_R1(X_i, X_l)) ∈ R^Mc`` with ``S_i`` the ``k = 10``
+  nearest other contacts of node ``i`` (cKDTree on the points); ``f_R1``: 38→16→16→4, ReLU on every layer;
+  ``f_O1``: 23→8 (ReLU)→Mc (linear). The weights ``W_i^j = softmax_i(Y_W,i^j)`` sum to one over the nodes of
+  each cluster ``j`` (§V-B).
+* clustered points ``x_r = W x_o`` kept on the surface (:class:`SurfaceProjection`): the Euclidean average of
+  points on a curved wall (the 50 mm bore, the thread flanks) lies off it by the chord's sag (3 mm for ±30° of the
+  bore), so it is moved back along the static part's depth-network normal to the level set where the clustered
+  contact's distance puts it: ``x ← x − (d(x) − d̄) ∇d(x)``, twice (Newton steps on the learned distance field, the
+  engine's float64 kernel). This is the paper's geodesic surface average (its [30]) replaced by the projection onto
+  the surface that the simulation itself sees; without a network (or where the averaged point leaves its domain)
+  the point goes onto the tangent plane of the cluster's heaviest original contact (the tool's contact patch).
+* clustered distance ``d̄_j = Σ_i W_i^j d_i`` (the W-weighted depth of the original contacts), not the depth at the
+  averaged point: that point is off the surface by the sag before the projection, and the weighted depth is exact
+  when the nodes it averages share one gap.
+* clustered normals ``n_r = normalise(W n_o)`` (the heaviest contact's normal if the average cancels), then eq 6:
+  ``Y_N,j = f_O2(X̄_j, Σ_{l≠j} f_R2(X̄_j, X̄_l))`` with ``X̄_j = [X_j(x_r); n_r] ∈ R²²`` (the eq-4 inputs at the
+  clustered point, then its normal); ``f_R2``: 44→16→16→4 ReLU; ``f_O2``: 26→8 (ReLU)→2 (linear) gives
+  ``(θ1, θ2)`` [rad] and ``n̄ = R_n(θ1) R_t(θ2) n_r`` (tilt by θ2 about the tangent ``t`` of
+  :func:`contactkit.collision.contact_frames`, then turn by θ1 about ``n_r``; the other order would make θ1 void).
+
+With ``N ≤ Mc`` original contacts they come back unchanged (clustering cannot reduce them further); zero contacts
+give an empty :class:`~contactkit.collision.Contacts`. All parameters live in one flat float64 vector (the CMA-ES
+search space of :mod:`contactkit.assembly.cma_fit`), laid out by :func:`param_layout`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+from numba import njit
+from scipy.spatial import cKDTree
+
+from contactkit.assembly.task import AssemblyTask
+from contactkit.collision import Contacts
+from contactkit.collision.contact_set import contact_frames
+from contactkit.depth import NodeContacts
+from contactkit.errors import InvalidInputError
+from contactkit.rotations import quat_to_mat
+from contactkit.state import BodyState
+
+MC_DEFAULT = 12
+"""Number of clustered contacts ``Mc`` (paper §V-B)."""
+K_NEIGHBOURS = 10
+"""Size of ``S_i``, the neighbours of each original contact in eq 5 (paper §V-B)."""
+N_INPUT = 19
+"""Size of the eq-4 node input ``X_i``."""
+R_HIDDEN, R_OUT, O_HIDDEN = 16, 4, 8
+"""Widths (§V-B): ``f_R`` hidden layers, ``f_R`` output, ``f_O`` hidden layer."""
+PROJECTION_STEPS = 2
+"""Newton steps that move a clustered point onto its level set of the depth network."""
+NEIGHBOUR_POOL = 32
+"""Nearest tool nodes kept per node (body frame) to find ``S_i`` among the contacts without a tree per step."""
+NODE_MATCH_TOL = 1e-7
+"""[m] how far a contact point may lie from its node (``node_index``) at the state for the precomputed search."""
+NORMAL_CANCEL_TOL = 1e-9
+"""``|W n_o|`` below which the averaged normal is taken as cancelled (opposite walls) and replaced."""
+
+
+class SurfaceProjection(str, Enum):
+    """How an averaged point is put back on the contact surface (module docstring)."""
+
+    DEPTH_NET = "depth-net"
+    """Along the static part's depth-network normal to the clustered distance (tangent plane where no network)."""
+    NEAREST_TANGENT = "nearest-tangent"
+    """Onto the tangent plane of the cluster's heaviest original contact."""
+
+
+def param_layout(mc: int = MC_DEFAULT) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Names and shapes of the parameter blocks, in their order in the flat vector (weights as (out, in))."""
+    n, nb = N_INPUT, N_INPUT + 3
+    mlp_r = lambda p, d: ((f"{p}.W0", (R_HIDDEN, 2 * d)), (f"{p}.b0", (R_HIDDEN,)),  # noqa: E731
+                          (f"{p}.W1", (R_HIDDEN, R_HIDDEN)), (f"{p}.b1", (R_HIDDEN,)),
+                          (f"{p}.W2", (R_OUT, R_HIDDEN)), (f"{p}.b2", (R_OUT,)))
+    mlp_o = lambda p, d, m: ((f"{p}.W0", (O_HIDDEN, d + R_OUT)), (f"{p}.b0", (O_HIDDEN,)),  # noqa: E731
+                             (f"{p}.W1", (m, O_HIDDEN)), (f"{p}.b1", (m,)))
+    return mlp_r("fR1", n) + mlp_o("fO1", n, mc) + mlp_r("fR2", nb) + mlp_o("fO2", nb, 2)
+
+
+def n_params(mc: int = MC_DEFAULT) -> int:
+    """Length of the flat parameter vector for ``mc`` clusters (2 558 for Mc = 12)."""
+    return int(sum(np.prod(s) for _, s in param_layout(mc)))
+
+
+def unpack(params: np.ndarray, mc: int) -> dict[str, np.ndarray]:
+    """The blocks of :func:`param_layout` as views into ``params (P,)``."""
+    out, at = {}, 0
+    for name, shape in param_layout(mc):
+        size = int(np.prod(shape))
+        out[name] = params[at : at + size].reshape(shape)
+        at += size
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ClusteringNet:
+    """The clustering networks of eqs 5–6 as one flat parameter vector, with their input scaling.
+
+    Attributes:
+        params: ``(n_params(mc),)`` float64, blocks of :func:`param_layout`.
+        x_lo, x_hi: ``(19,)`` min/max of the eq-4 inputs (scaled to ``[−1, 1]``); normals are used as they are.
+        mc: number of clustered contacts; k: neighbours per node in eq 5.
+        task_kind, tool_sha256, static_sha256: the task it was fitted on ("" for an unfitted net).
+        meta: JSON-compatible facts (fit seed, generations, loss).
+
+    Raises:
+        InvalidInputError: wrong shapes, non-finite values, ``x_hi <= x_lo``, ``mc < 1`` or ``k < 1``.
+    """
+
+    params: np.ndarray
+    x_lo: np.ndarray
+    x_hi: np.ndarray
+    mc: int = MC_DEFAULT
+    k: int = K_NEIGHBOURS
+    task_kind: str = ""
+    tool_sha256: str = ""
+    static_sha256: str = ""
+    meta: dict = field(default_factory=dict)
+    _blocks: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if int(self.mc) < 1 or int(self.k) < 1:
+            raise InvalidInputError(f"clustering net needs mc >= 1 and k >= 1, got mc={self.mc}, k={self.k}")
+        p = np.array(self.params, dtype=np.float64).reshape(-1)
+        if p.shape != (n_params(self.mc),) or not np.isfinite(p).all():
+            raise InvalidInputError(f"clustering params must be {n_params(self.mc)} finite values for mc="
+                                    f"{self.mc}, got shape {p.shape} (finite: {bool(np.isfinite(p).all())})")
+        lo, hi = (np.array(a, dtype=np.float64).reshape(-1) for a in (self.x_lo, self.x_hi))
+        if lo.shape != (N_INPUT,) or hi.shape != (N_INPUT,) or not (np.isfinite(lo).all() and np.isfinite(hi).all()
+                                                                   and (hi > lo).all()):
+            raise InvalidInputError(f"clustering input ranges must be finite ({N_INPUT},) with hi > lo, got "
+                                    f"lo {lo.tolist()}, hi {hi.tolist()}")
+        for name, value in (("params", p), ("x_lo", lo), ("x_hi", hi)):
+            value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "mc", int(self.mc))
+        object.__setattr__(self, "k", int(self.k))
+        object.__setattr__(self, "_blocks", unpack(p, self.mc))
+
+    def with_params(self, params: np.ndarray, **meta) -> ClusteringNet:
+        """The same net with new ``params`` (and ``meta`` updated by the keywords)."""
+        return ClusteringNet(params, self.x_lo, self.x_hi, self.mc, self.k, self.task_kind, self.tool_sha256,
+                             self.static_sha256, {**self.meta, **meta})
+
+
+def init_params(rng: np.random.Generator, mc: int = MC_DEFAULT, logit_scale: float = 4.0) -> np.ndarray:
+    """Random ``(n_params(mc),)`` parameters: He-normal weights, zero biases; ``f_O1``'s output layer scaled by
+    ``logit_scale`` so the softmax weights start localised (logits of O(1) over thousands of nodes would make every
+    cluster the global centroid); ``f_O2``'s output starts at zero (no normal rotation)."""
+    out = []
+    for name, shape in param_layout(mc):
+        if name.endswith(("b0", "b1", "b2")) or name == "fO2.W1":
+            out.append(np.zeros(int(np.prod(shape))))
+            continue
+        scale = np.sqrt(2.0 / shape[1]) * (logit_scale if name == "fO1.W1" else 1.0)
+        out.append(rng.normal(0.0, scale, size=shape).reshape(-1))
+    return np.concatenate(out)
+
+
+def default_ranges(task: AssemblyTask, *, speed: float = 0.05, spin: float = 2.0, force: float = 50.0,
+                   moment: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_lo, x_hi)`` ``(19,)`` for a task: positions over the static part's bounding box grown by the tool's
+    size [m], quaternion ``[−1, 1]``, velocities ``±speed`` [m/s], ``±spin`` [rad/s], forces ``±force`` [N],
+    moments ``±moment`` [N·m]. :func:`contactkit.assembly.cma_fit.input_ranges` takes them from data instead."""
+    v = np.asarray(task.static.vertices, dtype=np.float64)
+    reach = float(np.ptp(task.nodes, axis=0).max())
+    lo = np.concatenate([v.min(axis=0) - reach, -np.ones(4), -speed * np.ones(3), -spin * np.ones(3),
+                         -force * np.ones(3), -moment * np.ones(3)])
+    hi = np.concatenate([v.max(axis=0) + reach, np.ones(4), speed * np.ones(3), spin * np.ones(3),
+                         force * np.ones(3), moment * np.ones(3)])
+    return lo, hi
+
+
+def node_inputs(task: AssemblyTask, points: np.ndarray, state: BodyState, applied_wrench: np.ndarray) -> np.ndarray:
+    """Eq 4: ``(N, 19)`` inputs ``[x_i; q; v_i; ω; f; τ_i]`` of world points ``(N, 3)`` [m] (module docstring).
+
+    Args:
+        task: gives the tool's COM (body frame). state: the tool's single state (body frame origin, wxyz, world
+            velocities). applied_wrench: ``(6,)`` world ``(f, τ about the COM)`` [N, N·m].
+    """
+    x = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    q = np.asarray(state.quat, dtype=np.float64).reshape(4)
+    q = -q if q[0] < 0 else q
+    pos, v, w = (np.asarray(a, dtype=np.float64).reshape(3) for a in (state.pos, state.lin_vel, state.ang_vel))
+    wr = np.asarray(applied_wrench, dtype=np.float64).reshape(6)
+    com = pos + quat_to_mat(q) @ task.body.com_body
+    vel = v + np.cross(w, x - pos)
+    tau = wr[3:] + np.cross(com - x, wr[:3])
+    n = len(x)
+    return np.concatenate([x, np.broadcast_to(q, (n, 4)), vel, np.broadcast_to(w, (n, 3)),
+                           np.broadcast_to(wr[:3], (n, 3)), tau], axis=1)
+
+
+def _scaled(net: ClusteringNet, inputs: np.ndarray) -> np.ndarray:
+    return 2.0 * (inputs - net.x_lo) / (net.x_hi - net.x_lo) - 1.0
+
+
+def neighbours(points: np.ndarray, k: int) -> np.ndarray:
+    """``(N, min(k, N−1))`` indices of each point's nearest other points (cKDTree; ``S_i`` of eq 5)."""
+    n = len(points)
+    kk = min(k, n - 1)
+    if kk <= 0:
+        return np.zeros((n, 0), dtype=np.int64)
+    tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
+    _, idx = tree.query(points, k=kk + 1)
+    return np.asarray(idx[:, 1:], dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=8)
+def _node_pool(task: AssemblyTask) -> np.ndarray:
+    """``(N_nodes, NEIGHBOUR_POOL)`` each tool node's nearest other nodes, nearest first (body frame = any pose)."""
+    nodes = task.nodes
+    kk = min(NEIGHBOUR_POOL, len(nodes) - 1)
+    _, idx = cKDTree(nodes).query(nodes, k=kk + 1)
+    return np.ascontiguousarray(idx[:, 1:], dtype=np.int64)
+
+
+@njit(cache=True)
+def _pooled_kernel(pool, node_index, n_nodes, out):
+    """Rows of ``out (m, k)`` (written): the first ``k`` contacts among each contact's pool; returns the
+    ``(m,)`` mask of rows that found ``k`` (the others hold −1 where nothing was found)."""
+    m, k = out.shape
+    slot = -np.ones(n_nodes, dtype=np.int64)
+    for a in range(m):
+        slot[node_index[a]] = a
+    full = np.zeros(m, dtype=np.bool_)
+    for a in range(m):
+        cnt = 0
+        for p in pool[node_index[a]]:
+            b = slot[p]
+            if b >= 0:
+                out[a, cnt] = b
+                cnt += 1
+                if cnt == k:
+                    break
+        full[a] = cnt == k
+        for c in range(cnt, k):
+            out[a, c] = -1
+    return full
+
+
+def contact_neighbours(task: AssemblyTask, contacts: NodeContacts, state: BodyState, k: int) -> np.ndarray:
+    """:func:`neighbours` of the contact points, exact, via the task's precomputed node neighbours.
+
+    The contacts' ``k`` nearest contacts are among each node's ``NEIGHBOUR_POOL`` nearest nodes whenever ``k`` of
+    those are in contact (the tool is rigid: body-frame distances are world distances); the other rows, and
+    contacts whose ``node_index`` does not name ``task.nodes`` at ``state`` (within ``NODE_MATCH_TOL``), go
+    through a cKDTree of the contact points.
+    """
+    pts, idx = contacts.points, np.asarray(contacts.node_index, dtype=np.int64)
+    n, nodes = len(pts), task.nodes
+    kk = min(k, n - 1)
+    if kk <= 0 or kk > NEIGHBOUR_POOL or len(idx) != n or idx.min() < 0 or idx.max() >= len(nodes):
+        return neighbours(pts, k)
+    world = nodes[idx] @ quat_to_mat(np.asarray(state.quat, np.float64)).T + np.asarray(state.pos, np.float64)
+    if np.abs(world - pts).max() > NODE_MATCH_TOL:
+        return neighbours(pts, k)
+    out = np.empty((n, kk), dtype=np.int64)
+    full = _pooled_kernel(_node_pool(task), idx, len(nodes), out)
+    if not full.all():
+        rows = np.flatnonzero(~full)
+        _, near = cKDTree(pts).query(pts[rows], k=kk + 1)
+        out[rows] = near[:, 1:]
+    return out
+
+
+@njit(cache=True, fastmath=True)
+def _interaction_kernel(xs, nbr, w0, b0, w1, b1, w2, b2, out):
+    """``out (n, R)`` (written) ``= Σ_a f_R(xs[i], xs[nbr[i, a]])``: ``f_R`` = three ReLU layers, the first split
+    as ``W0 [X_i; X_l] = A X_i + B X_l`` so it is applied per node, not per pair (numba: no BLAS threads)."""
+    n, d = xs.shape
+    hid, r_out = w0.shape[0], w2.shape[0]
+    u, v = np.empty((n, hid)), np.empty((n, hid))
+    for i in range(n):
+        for c in range(hid):
+            su, sv = b0[c], 0.0
+            for e in range(d):
+                su += w0[c, e] * xs[i, e]
+                sv += w0[c, d + e] * xs[i, e]
+            u[i, c], v[i, c] = su, sv
+    h1, h2 = np.empty(hid), np.empty(hid)
+    for i in range(n):
+        for r in range(r_out):
+            out[i, r] = 0.0
+        for a in range(nbr.shape[1]):
+            ll = nbr[i, a]
+            for c in range(hid):
+                h1[c] = max(u[i, c] + v[ll, c], 0.0)
+            for c in range(hid):
+                s = b1[c]
+                for e in range(hid):
+                    s += w1[c, e] * h1[e]
+                h2[c] = max(s, 0.0)
+            for r in range(r_out):
+                s = b2[r]
+                for e in range(hid):
+                    s += w2[r, e] * h2[e]
+                out[i, r] += max(s, 0.0)
+
+
+@njit(cache=True, fastmath=True)
+def _object_kernel(xs, effect, w0, b0, w1, b1, out):
+    """``out (n, m)`` (written) ``= f_O(xs[i], effect[i])``: one ReLU hidden layer, then a linear output."""
+    n, d = xs.shape
+    hid, m, r_in = w0.shape[0], w1.shape[0], effect.shape[1]
+    h = np.empty(hid)
+    for i in range(n):
+        for c in range(hid):
+            s = b0[c]
+            for e in range(d):
+                s += w0[c, e] * xs[i, e]
+            for e in range(r_in):
+                s += w0[c, d + e] * effect[i, e]
+            h[c] = max(s, 0.0)
+        for j in range(m):
+            s = b1[j]
+            for c in range(hid):
+                s += w1[j, c] * h[c]
+            out[i, j] = s
+
+
+def _interaction(b: dict, prefix: str, xs: np.ndarray, nbr: np.ndarray) -> np.ndarray:
+    """``(n, R_OUT)`` = Σ over each row's neighbours ``nbr (n, k)`` of ``f_R(X_i, X_l)``."""
+    out = np.zeros((len(xs), R_OUT))
+    if nbr.shape[1]:
+        _interaction_kernel(np.ascontiguousarray(xs), np.ascontiguousarray(nbr), *(b[f"{prefix}.{w}"] for w in
+                            ("W0", "b0", "W1", "b1", "W2", "b2")), out)
+    return out
+
+
+def _object(b: dict, prefix: str, xs: np.ndarray, effect: np.ndarray) -> np.ndarray:
+    """``f_O(X, Σ f_R)`` over the rows of ``xs``."""
+    out = np.empty((len(xs), b[f"{prefix}.b1"].shape[0]))
+    _object_kernel(np.ascontiguousarray(xs), effect, *(b[f"{prefix}.{w}"] for w in ("W0", "b0", "W1", "b1")), out)
+    return out
+
+
+def cluster_weights(net: ClusteringNet, inputs: np.ndarray, nbr: np.ndarray) -> np.ndarray:
+    """Eq 5 + softmax: ``(Mc, N)`` weights ``W_i^j`` of the ``N`` nodes, each row summing to one.
+
+    Args:
+        inputs: ``(N, 19)`` unscaled eq-4 inputs; nbr: ``(N, k')`` neighbour indices (:func:`neighbours`).
+    """
+    xs = _scaled(net, inputs)
+    effect = _interaction(net._blocks, "fR1", xs, nbr)
+    logits = _object(net._blocks, "fO1", xs, effect).T
+    logits = logits - logits.max(axis=1, keepdims=True)
+    w = np.exp(logits)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def normal_angles(net: ClusteringNet, inputs_r: np.ndarray, normals_r: np.ndarray) -> np.ndarray:
+    """Eq 6: ``(Mc, 2)`` angles ``(θ1, θ2)`` [rad] from the clustered inputs ``(Mc, 19)`` and normals ``(Mc, 3)``."""
+    xs = np.concatenate([_scaled(net, inputs_r), normals_r], axis=1)
+    m = len(xs)
+    others = np.nonzero(~np.eye(m, dtype=bool))[1].reshape(m, m - 1)
+    effect = _interaction(net._blocks, "fR2", xs, others)
+    return _object(net._blocks, "fO2", xs, effect)
+
+
+def _rotate(v: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rodrigues: rows of ``v (M, 3)`` turned by ``angle (M,)`` [rad] about the unit rows of ``axis (M, 3)``."""
+    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    return v * c + np.cross(axis, v) * s + axis * np.sum(axis * v, axis=1, keepdims=True) * (1 - c)
+
+
+def rotate_normals(normals: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """``n̄ = R_n(θ1) R_t(θ2) n`` for unit ``normals (M, 3)`` and ``angles (M, 2)`` (module docstring)."""
+    t = contact_frames(normals)[:, 1]
+    tilted = _rotate(normals, t, angles[:, 1])
+    out = _rotate(tilted, normals, angles[:, 0])
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=8)
+def _depth_set(task: AssemblyTask):
+    """The engine's float64 kernel arrays of the task's depth network, placed at the world origin."""
+    from contactkit.engine.depth_contacts import placed_depth_set
+
+    return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0, 0, 0]), task.friction)], task.nodes)
+
+
+def _tangent_plane(x: np.ndarray, w: np.ndarray, pts: np.ndarray, nrm: np.ndarray) -> np.ndarray:
+    """Rows of ``x (M, 3)`` put on the tangent plane of their heaviest original contact (``w (M, N)``)."""
+    k = np.argmax(w, axis=1)
+    return x - np.sum((x - pts[k]) * nrm[k], axis=1, keepdims=True) * nrm[k]
+
+
+def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, w: np.ndarray, pts: np.ndarray,
+                       nrm: np.ndarray, mode: SurfaceProjection) -> np.ndarray:
+    """Averaged points ``x (M, 3)`` (world) moved onto the surface (module docstring, :class:`SurfaceProjection`).
+
+    Args:
+        dist: ``(M,)`` the clustered distances [m] (the level set of the depth network to reach); w: ``(M, N)``
+            weights; pts, nrm: ``(N, 3)`` original points and normals (the tangent-plane fallback).
+    """
+    plane = _tangent_plane(x, w, pts, nrm)
+    if mode is not SurfaceProjection.DEPTH_NET or task.depth_net is None:
+        return plane
+    from contactkit.engine._kernels_depthnet import depth_at
+
+    ds = _depth_set(task)
+    y = np.ascontiguousarray(x, dtype=np.float64)
+    ok = np.ones(len(y), dtype=bool)
+    d, g = np.empty(len(y)), np.empty((len(y), 3))
+    for _ in range(PROJECTION_STEPS):
+        depth_at(ds, 0, y, d, g)
+        ok &= np.isfinite(d)
+        y = np.where(ok[:, None], y - np.where(ok, d - dist, 0.0)[:, None] * g, y)
+    return np.where(ok[:, None], y, plane)
+
+
+@dataclass(frozen=True, eq=False)
+class LearnedClustering:
+    """The learned clustering of §III-B as a :class:`contactkit.assembly.simulator.Clustering`.
+
+    Attributes:
+        net: the networks and input ranges. projection: how clustered points are kept on the surface.
+    """
+
+    net: ClusteringNet
+    projection: SurfaceProjection = SurfaceProjection.DEPTH_NET
+
+    def cluster(self, task: AssemblyTask, contacts: NodeContacts, state: BodyState,
+                applied_wrench: np.ndarray) -> Contacts:
+        """``Mc`` clustered contacts (world) of the original ``contacts`` (eqs 4–6, module docstring).
+
+        Args:
+            task: the task (tool COM, depth network, friction). contacts: ``N`` original node contacts, world.
+            state: the tool's single state. applied_wrench: ``(6,)`` world applied wrench about the COM [N, N·m].
+
+        Returns:
+            ``Contacts`` with ``min(N, Mc)`` rows: the originals unchanged when ``N ≤ Mc``; friction ``task.friction``.
+        """
+        pts = np.asarray(contacts.points, dtype=np.float64).reshape(-1, 3)
+        nrm = np.asarray(contacts.normals, dtype=np.float64).reshape(-1, 3)
+        dep = np.asarray(contacts.depth, dtype=np.float64).reshape(-1)
+        n, mu = len(pts), float(task.friction)
+        if n <= self.net.mc:
+            return Contacts(pts, nrm, dep, np.full(n, mu))
+        nbr = contact_neighbours(task, contacts, state, self.net.k)
+        w = cluster_weights(self.net, node_inputs(task, pts, state, applied_wrench), nbr)
+        dist = w @ dep
+        x = project_to_surface(task, w @ pts, dist, w, pts, nrm, self.projection)
+        n_r = w @ nrm
+        length = np.linalg.norm(n_r, axis=1, keepdims=True)
+        n_r = np.where(length > NORMAL_CANCEL_TOL, n_r / np.maximum(length, NORMAL_CANCEL_TOL),
+                       nrm[np.argmax(w, axis=1)])
+        angles = normal_angles(self.net, node_inputs(task, x, state, applied_wrench), n_r)
+        return Contacts(x, rotate_normals(n_r, angles), dist, np.full(len(x), mu))
