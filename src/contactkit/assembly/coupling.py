@@ -112,6 +112,54 @@ def _skew(a: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
+def _implicit_terms(gains: CouplingGains, dt: float, method: Integrator) -> tuple[float, float, float, float]:
+    """``(c, c_r, a, a_r)``: the velocity coefficients of the coupling law (``F = k e - c·v_eval``) and the
+    effective-mass additions ``a = h·c/2`` (PMI, ``v_eval = v̄``) or ``h·c`` (Euler, ``v_eval = v⁺``)."""
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0.0:
+        raise InvalidInputError(f"time step dt must be finite and > 0 s, got {dt!r}")
+    if method is Integrator.PASSIVE_MIDPOINT:
+        c, cr = 0.5 * gains.stiffness * dt + gains.damping, 0.5 * gains.angular_stiffness * dt + gains.angular_damping
+        return c, cr, 0.5 * dt * c, 0.5 * dt * cr
+    if method is Integrator.SEMI_IMPLICIT_EULER:
+        c, cr = gains.stiffness * dt + gains.damping, gains.angular_stiffness * dt + gains.angular_damping
+        return c, cr, dt * c, dt * cr
+    raise InvalidInputError(f"unknown integrator {method!r}")
+
+
+def coupled_inverse_mass(body: RigidBody, gains: CouplingGains, dt: float,
+                         method: Integrator = Integrator.PASSIVE_MIDPOINT) -> np.ndarray:
+    """``(6, 6)`` inverse effective mass through which a contact impulse changes ``V⁺`` under the implicit coupling.
+
+    The coupling's velocity terms are implicit in ``V⁺``, so ``V⁺ = V_free + M_eff⁻¹ Jᵀλ`` with
+    ``M_eff = diag((m + a) I₃, J + a_r I₃)`` (``a = h c/2`` PMI, ``h c`` Euler; module docstring); the gyroscopic
+    skew term is left out of ``M_eff`` (``O(h|ω|)``) so that it stays symmetric positive definite. Using ``M⁻¹``
+    instead would make a resting contact carry ``k e / (1 + a/m)`` instead of the spring's ``k e``: a force that
+    depends on the step.
+    """
+    _, _, a, ar = _implicit_terms(gains, dt, method)
+    m_inv = np.zeros((6, 6))
+    m_inv[:3, :3] = np.eye(3) / (body.mass + a)
+    m_inv[3:, 3:] = np.linalg.inv(body.inertia_body + ar * np.eye(3))
+    return m_inv
+
+
+def applied_coupling_wrench(body: RigidBody, state: BodyState, v_next: np.ndarray, setpoint_pos, setpoint_quat,
+                            gains: CouplingGains, dt: float, method: Integrator = Integrator.PASSIVE_MIDPOINT
+                            ) -> np.ndarray:
+    """Mean coupling wrench ``(6,)`` world, about the COM [N, N·m] over a step that ended with ``v_next`` ``(6,)``
+    ``[v_com world; ω body]`` (contact included): ``F = k e - c v̄``, ``τ = R(k_r Rᵀφ - c_r ω̄)`` (PMI, ``v̄`` the
+    midpoint velocity) or the same at ``V⁺`` (Euler); with ``v_next = V_free`` it is :func:`coupled_free_velocity`'s."""
+    c, cr, _, _ = _implicit_terms(gains, dt, method)
+    e, phi = pose_error(body, state, setpoint_pos, setpoint_quat)
+    rot = quat_to_mat(np.asarray(state.quat, dtype=np.float64))
+    v_next = np.asarray(v_next, dtype=np.float64)
+    v_eval = 0.5 * (v_next + generalized_velocity(body, state)) if method is Integrator.PASSIVE_MIDPOINT else v_next
+    force = gains.stiffness * e - c * v_eval[:3]
+    torque_b = gains.angular_stiffness * (rot.T @ phi) - cr * v_eval[3:]
+    return np.concatenate([force, rot @ torque_b])
+
+
 def coupled_free_velocity(body: RigidBody, state: BodyState, setpoint_pos, setpoint_quat, gains: CouplingGains,
                           dt: float, method: Integrator = Integrator.PASSIVE_MIDPOINT
                           ) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +169,8 @@ def coupled_free_velocity(body: RigidBody, state: BodyState, setpoint_pos, setpo
     ``(m + h c/2) v⁺ = (m - h c/2) v + h k e`` and, in the body frame,
     ``(J - h/2 S(Jω) + h c_r/2 I) ω⁺ = (J + h/2 S(Jω) - h c_r/2 I) ω + h k_r Rᵀφ``.
     Semi-implicit Euler: backward Euler in the coupling (spring at ``e - h v⁺``, damper at ``v⁺``), gyroscopic
-    term explicit.
+    term explicit. With contact, add the impulses through :func:`coupled_inverse_mass` and take the wrench the
+    coupling really applied from :func:`applied_coupling_wrench`.
 
     Args:
         body, state: the tool and its state at the start of the step.
@@ -130,11 +179,9 @@ def coupled_free_velocity(body: RigidBody, state: BodyState, setpoint_pos, setpo
 
     Returns:
         ``V_free`` ``(6,)`` = ``[v_com world; ω body]`` at the end of the step, and the mean coupling wrench
-        ``(6,)`` it applied over the step, world, torque about the COM [N, N·m] (``M(V_free - V)/h`` + gyroscopic).
+        ``(6,)`` it applied over the step, world, torque about the COM [N, N·m].
     """
-    dt = float(dt)
-    if not np.isfinite(dt) or dt <= 0.0:
-        raise InvalidInputError(f"time step dt must be finite and > 0 s, got {dt!r}")
+    c, cr, a, ar = _implicit_terms(gains, dt, method)
     e, phi = pose_error(body, state, setpoint_pos, setpoint_quat)
     rot = quat_to_mat(np.asarray(state.quat, dtype=np.float64))
     v = generalized_velocity(body, state)
@@ -142,19 +189,12 @@ def coupled_free_velocity(body: RigidBody, state: BodyState, setpoint_pos, setpo
     inertia, m, k, kr = body.inertia_body, body.mass, gains.stiffness, gains.angular_stiffness
     eye = np.eye(3)
     if method is Integrator.PASSIVE_MIDPOINT:
-        c, cr = 0.5 * k * dt + gains.damping, 0.5 * kr * dt + gains.angular_damping
-        lin_next = ((m - 0.5 * dt * c) * lin + dt * k * e) / (m + 0.5 * dt * c)
+        lin_next = ((m - a) * lin + dt * k * e) / (m + a)
         s = _skew(inertia @ omega) * (0.5 * dt)
-        ang_next = np.linalg.solve(inertia - s + 0.5 * dt * cr * eye,
-                                   (inertia + s - 0.5 * dt * cr * eye) @ omega + dt * kr * (rot.T @ phi))
-        torque_b = kr * (rot.T @ phi) - cr * 0.5 * (ang_next + omega)
-    elif method is Integrator.SEMI_IMPLICIT_EULER:
-        c, cr = k * dt + gains.damping, kr * dt + gains.angular_damping
-        lin_next = (m * lin + dt * k * e) / (m + dt * c)
-        gyro = np.cross(omega, inertia @ omega)
-        ang_next = np.linalg.solve(inertia + dt * cr * eye, inertia @ omega + dt * (kr * (rot.T @ phi) - gyro))
-        torque_b = kr * (rot.T @ phi) - cr * ang_next
+        ang_next = np.linalg.solve(inertia - s + ar * eye, (inertia + s - ar * eye) @ omega + dt * kr * (rot.T @ phi))
     else:
-        raise InvalidInputError(f"unknown integrator {method!r}")
-    force = m * (lin_next - lin) / dt
-    return np.concatenate([lin_next, ang_next]), np.concatenate([force, rot @ torque_b])
+        lin_next = (m * lin + dt * k * e) / (m + a)
+        gyro = np.cross(omega, inertia @ omega)
+        ang_next = np.linalg.solve(inertia + ar * eye, inertia @ omega + dt * (kr * (rot.T @ phi) - gyro))
+    v_next = np.concatenate([lin_next, ang_next])
+    return v_next, applied_coupling_wrench(body, state, v_next, setpoint_pos, setpoint_quat, gains, dt, method)
