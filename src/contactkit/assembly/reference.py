@@ -44,8 +44,10 @@ from contactkit.state import BodyState
 
 REFERENCE_MARGIN = 5e-5
 """[m] nodes closer than this are contacts: a node closing at up to 50 mm/s is caught within the 1 ms step."""
-REFERENCE_TOL = 1e-7
-"""[m/s] cone SOR stops when a sweep changes no contact point's velocity by more (0.1 nm per 1 ms step)."""
+REFERENCE_TOL = 1e-6
+"""[m/s] cone SOR stops when a sweep changes no contact point's velocity by more (1 nm per 1 ms step). Measured on
+the nut screwed in (1051 contacts, 300 steps): 46 mean sweeps and 12 ms/step, vs 195 sweeps and 29 ms at 1e-7, the
+same mean wrench to 1 mN."""
 REFERENCE_MAX_SWEEPS = 2000
 """Sweep cap of the cone SOR; reaching it is reported (``SolveStatus.ITERATION_LIMIT``), never hidden."""
 REFERENCE_RELAXATION = 1.0
