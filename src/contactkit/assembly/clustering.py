@@ -10,16 +10,18 @@ to ``Mc`` clustered contacts by learned weights:
   moment about the node [N·m] (``τ_c`` about the COM ``c``). Every input is scaled to ``[−1, 1]`` by the net's
   min/max ranges (``2 (X − lo)/(hi − lo) − 1``, not clipped).
 * eq 5 interaction network: ``Y_W,i = f_O1(X_i, Σ_{l∈S_i} f_R1(X_i, X_l)) ∈ R^Mc`` with ``S_i`` the ``k = 10``
-  nearest other contacts of node ``i`` (cKDTree on the points); ``f_R1``: 38→16→16→4, ReLU on every layer;
+  nearest other contacts of node ``i`` (exact; :func:`contact_neighbours`); ``f_R1``: 38→16→16→4, ReLU on every layer;
   ``f_O1``: 23→8 (ReLU)→Mc (linear). The weights ``W_i^j = softmax_i(Y_W,i^j)`` sum to one over the nodes of
   each cluster ``j`` (§V-B).
 * clustered points ``x_r = W x_o`` kept on the surface (:class:`SurfaceProjection`): the Euclidean average of
   points on a curved wall (the 50 mm bore, the thread flanks) lies off it by the chord's sag (3 mm for ±30° of the
-  bore), so it is moved back along the static part's depth-network normal to the level set where the clustered
-  contact's distance puts it: ``x ← x − (d(x) − d̄) ∇d(x)``, twice (Newton steps on the learned distance field, the
-  engine's float64 kernel). This is the paper's geodesic surface average (its [30]) replaced by the projection onto
-  the surface that the simulation itself sees; without a network (or where the averaged point leaves its domain)
-  the point goes onto the tangent plane of the cluster's heaviest original contact (the tool's contact patch).
+  bore; near the axis for a whole ring), where the depth network (trained in a band about the surface) is wrong
+  and the nearest surface may be another one (the floor). So the averaged point first goes onto the tool's contact
+  patch (the tangent plane of its nearest original contact, twice: the middle of a contact arc), then by Newton
+  steps ``x ← x − (d(x) − d̄) ∇d(x)`` on the static part's depth network (the engine's float64 kernel) onto the
+  level set where the clustered distance puts it. This replaces
+  the paper's geodesic surface average (its [30]) by a projection onto the surface the simulation itself sees;
+  without a network, or where Newton leaves the network's domain or does not converge, the patch point is kept.
 * clustered distance ``d̄_j = Σ_i W_i^j d_i`` (the W-weighted depth of the original contacts), not the depth at the
   averaged point: that point is off the surface by the sag before the projection, and the weighted depth is exact
   when the nodes it averages share one gap.
@@ -60,8 +62,12 @@ N_INPUT = 19
 """Size of the eq-4 node input ``X_i``."""
 R_HIDDEN, R_OUT, O_HIDDEN = 16, 4, 8
 """Widths (§V-B): ``f_R`` hidden layers, ``f_R`` output, ``f_O`` hidden layer."""
-PROJECTION_STEPS = 2
-"""Newton steps that move a clustered point onto its level set of the depth network."""
+PROJECTION_STEPS = 8
+"""Newton steps at most that move a clustered point onto its level set of the depth network."""
+PROJECTION_TOL = 1e-8
+"""[m] ``|d(x) − d̄|`` at which a projected point is on its level set (of the network: not its accuracy)."""
+PATCH_STEPS = 2
+"""Nearest-contact tangent-plane projections that put an averaged point on the tool's contact patch."""
 NEIGHBOUR_POOL = 32
 """Nearest tool nodes kept per node (body frame) to find ``S_i`` among the contacts without a tree per step."""
 NODE_MATCH_TOL = 1e-7
@@ -75,8 +81,8 @@ class SurfaceProjection(str, Enum):
 
     DEPTH_NET = "depth-net"
     """Along the static part's depth-network normal to the clustered distance (tangent plane where no network)."""
-    NEAREST_TANGENT = "nearest-tangent"
-    """Onto the tangent plane of the cluster's heaviest original contact."""
+    CONTACT_PATCH = "contact-patch"
+    """Onto the tool's contact patch only (tangent planes of the nearest original contacts)."""
 
 
 def param_layout(mc: int = MC_DEFAULT) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -393,33 +399,46 @@ def _depth_set(task: AssemblyTask):
     return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0, 0, 0]), task.friction)], task.nodes)
 
 
-def _tangent_plane(x: np.ndarray, w: np.ndarray, pts: np.ndarray, nrm: np.ndarray) -> np.ndarray:
-    """Rows of ``x (M, 3)`` put on the tangent plane of their heaviest original contact (``w (M, N)``)."""
-    k = np.argmax(w, axis=1)
-    return x - np.sum((x - pts[k]) * nrm[k], axis=1, keepdims=True) * nrm[k]
+def onto_contact_patch(x: np.ndarray, pts: np.ndarray, nrm: np.ndarray) -> np.ndarray:
+    """Rows of ``x (M, 3)`` put on the tool's contact patch: orthogonally onto the tangent plane of the nearest
+    original contact (``pts, nrm (N, 3)``), :data:`PATCH_STEPS` times (a point off a bore's contact arc lands on
+    the wall at the arc's middle, the closest point of the patch)."""
+    y = np.array(x, dtype=np.float64)
+    for _ in range(PATCH_STEPS):
+        k = np.argmin(np.sum(y**2, axis=1)[:, None] - 2 * y @ pts.T + np.sum(pts**2, axis=1)[None, :], axis=1)
+        y = y - np.sum((y - pts[k]) * nrm[k], axis=1, keepdims=True) * nrm[k]
+    return y
 
 
-def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, w: np.ndarray, pts: np.ndarray,
-                       nrm: np.ndarray, mode: SurfaceProjection) -> np.ndarray:
+def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, pts: np.ndarray, nrm: np.ndarray,
+                       mode: SurfaceProjection) -> np.ndarray:
     """Averaged points ``x (M, 3)`` (world) moved onto the surface (module docstring, :class:`SurfaceProjection`).
 
+    First onto the tool's contact patch (:func:`onto_contact_patch`), then
+    (``DEPTH_NET``) Newton steps ``y ← y − (d(y) − d̄) ∇d(y)`` on the static part's depth network until
+    ``|d − d̄| <`` :data:`PROJECTION_TOL`; a point that leaves the network's domain or does not converge in
+    :data:`PROJECTION_STEPS` keeps its tangent-plane position.
+
     Args:
-        dist: ``(M,)`` the clustered distances [m] (the level set of the depth network to reach); w: ``(M, N)``
-            weights; pts, nrm: ``(N, 3)`` original points and normals (the tangent-plane fallback).
+        dist: ``(M,)`` the clustered distances [m] (the level set to reach); pts, nrm: ``(N, 3)`` original points
+            and normals.
     """
-    plane = _tangent_plane(x, w, pts, nrm)
+    plane = onto_contact_patch(x, pts, nrm)
     if mode is not SurfaceProjection.DEPTH_NET or task.depth_net is None:
         return plane
     from contactkit.engine._kernels_depthnet import depth_at
 
     ds = _depth_set(task)
-    y = np.ascontiguousarray(x, dtype=np.float64)
-    ok = np.ones(len(y), dtype=bool)
+    y = np.ascontiguousarray(plane)
     d, g = np.empty(len(y)), np.empty((len(y), 3))
     for _ in range(PROJECTION_STEPS):
         depth_at(ds, 0, y, d, g)
-        ok &= np.isfinite(d)
-        y = np.where(ok[:, None], y - np.where(ok, d - dist, 0.0)[:, None] * g, y)
+        err = np.where(np.isfinite(d), d - dist, np.inf)
+        if np.all(np.abs(err) < PROJECTION_TOL):
+            break
+        y = np.ascontiguousarray(y - np.where(np.isfinite(err), err, 0.0)[:, None] * g)
+    depth_at(ds, 0, y, d, g)
+    ok = np.isfinite(d) & (np.abs(d - dist) < PROJECTION_TOL)
     return np.where(ok[:, None], y, plane)
 
 
@@ -454,10 +473,10 @@ class LearnedClustering:
         nbr = contact_neighbours(task, contacts, state, self.net.k)
         w = cluster_weights(self.net, node_inputs(task, pts, state, applied_wrench), nbr)
         dist = w @ dep
-        x = project_to_surface(task, w @ pts, dist, w, pts, nrm, self.projection)
         n_r = w @ nrm
         length = np.linalg.norm(n_r, axis=1, keepdims=True)
         n_r = np.where(length > NORMAL_CANCEL_TOL, n_r / np.maximum(length, NORMAL_CANCEL_TOL),
                        nrm[np.argmax(w, axis=1)])
+        x = project_to_surface(task, w @ pts, dist, pts, nrm, self.projection)
         angles = normal_angles(self.net, node_inputs(task, x, state, applied_wrench), n_r)
         return Contacts(x, rotate_normals(n_r, angles), dist, np.full(len(x), mu))
