@@ -43,7 +43,7 @@ from contactkit.engine._kernels_depthnet import evaluate
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.params import Integrator
 from contactkit.engine.reference import RigidBody, SolveStatus, advance_pose
-from contactkit.engine.reference.solvers.virtual_constraint import configuration, cspace_normal
+from contactkit.engine.reference.solvers.virtual_constraint import SurfaceFunction, configuration, cspace_normal
 from contactkit.errors import InvalidInputError
 from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
@@ -215,27 +215,32 @@ def _actual_coupling(state: BodyState, applied_free: np.ndarray, v_free: np.ndar
 
 
 def _cspace_row(task: AssemblyTask, state: BodyState, cspace, activation: float) -> tuple[np.ndarray | None, float]:
-    """``(N_C or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``."""
+    """``(N_C or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``. ``cspace`` is a
+    :class:`~contactkit.assembly.cspace.CSpaceModel` (its SQP runs on the logit, same zero set) or any
+    :class:`SurfaceFunction` (an analytic ``h``)."""
     if cspace is None:
         return None, float("nan")
-    from contactkit.assembly.cspace import surface_function
+    q = configuration(task.body, state)
+    if isinstance(cspace, SurfaceFunction):
+        surface, h = cspace, float(cspace.value(q))
+    else:
+        from contactkit.assembly.cspace import evaluate, surface_function
 
-    surface = surface_function(cspace)
-    h = float(surface.value(configuration(task.body, state)))
+        surface, h = surface_function(cspace, logit=True), float(evaluate(cspace, q[None])[0][0])
     if h > activation:
         return None, h
     return cspace_normal(task.body, state, surface).direction, h
 
 
 def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gains: CouplingGains,
-         clustering: Clustering, config: SimConfig, cspace: CSpaceModel | None = None) -> SimStep:
+         clustering: Clustering, config: SimConfig, cspace: CSpaceModel | SurfaceFunction | None = None) -> SimStep:
     """One data-driven simulator step of ``config.dt`` (module docstring; paper Fig. 2, eqs 1–3, 8, Algorithm 1).
 
     Args:
         task: the task. state: the tool's state at the start (body frame origin, world).
         setpoint_pos ``(3,)`` [m], setpoint_quat ``(4,)`` wxyz: commanded pose of the tool's body frame, world.
         gains: the virtual coupling. clustering: a :class:`Clustering`. config: :class:`SimConfig`.
-        cspace: the C-space model ``h(q)`` (§IV) or None (N-space contacts only).
+        cspace: the C-space model ``h(q)`` (§IV), an analytic :class:`SurfaceFunction`, or None (N-space only).
     """
     body, dt = task.body, config.dt
     t0 = time.perf_counter()
@@ -260,7 +265,7 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
 
 
 def simulate(task: AssemblyTask, initial: BodyState, setpoints_pos, setpoints_quat, gains: CouplingGains,
-             clustering: Clustering, config: SimConfig, cspace: CSpaceModel | None = None,
+             clustering: Clustering, config: SimConfig, cspace: CSpaceModel | SurfaceFunction | None = None,
              progress: Callable[[int, int], None] | None = None) -> list[SimStep]:
     """``T`` steps from ``initial`` following setpoints ``(T, 3)`` [m] and ``(T, 4)`` wxyz (one per step).
 
