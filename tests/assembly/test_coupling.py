@@ -113,3 +113,25 @@ def test_default_gains_are_critically_damped_and_stable_at_sim_dt():
         g = default_gains(task)
         assert SIM_DT * np.sqrt(g.stiffness / task.body.mass) < 2.0
         assert g.damping == pytest.approx(2 * np.sqrt(g.stiffness * task.body.mass))
+
+
+@pytest.mark.parametrize("method", [Integrator.PASSIVE_MIDPOINT, Integrator.SEMI_IMPLICIT_EULER])
+def test_contact_impulse_through_the_effective_mass_satisfies_the_coupled_step(method):
+    """V⁺ = V_free + M_eff⁻¹ p solves M(V⁺ - V)/h = coupling(V⁺) + p/h (translation, with an impulse p)."""
+    from contactkit.assembly.coupling import applied_coupling_wrench, coupled_inverse_mass
+
+    gains = critical_gains(BODY, 1e4, 2.0)
+    state = BodyState.at_rest([0.001, 0.0, 0.002]).replace(lin_vel=np.array([0.0, 0.02, -0.05]))
+    sp, sq, h = np.zeros(3), np.array([1.0, 0, 0, 0]), SIM_DT
+    v_free, _ = coupled_free_velocity(BODY, state, sp, sq, gains, h, method)
+    impulse = np.array([0.0, 0.01, 0.3, 0.0, 0.0, 0.0])  # [N·s], through the COM
+    v_next = v_free + coupled_inverse_mass(BODY, gains, h, method) @ impulse
+    force = applied_coupling_wrench(BODY, state, v_next, sp, sq, gains, h, method)[:3]
+    np.testing.assert_allclose(BODY.mass * (v_next[:3] - state.lin_vel) / h, force + impulse[:3] / h, rtol=1e-12)
+    # a resting contact holds the spring: V = V⁺ = 0 needs the impulse h·k·e and the coupling reads k·e
+    rest = BodyState.at_rest([0.0, 0.0, 0.003])
+    v_free, _ = coupled_free_velocity(BODY, rest, sp, sq, gains, h, method)
+    hold = -np.linalg.solve(coupled_inverse_mass(BODY, gains, h, method), v_free)
+    np.testing.assert_allclose(hold[:3], [0.0, 0.0, h * 1e4 * 0.003], rtol=1e-12)
+    np.testing.assert_allclose(applied_coupling_wrench(BODY, rest, np.zeros(6), sp, sq, gains, h, method),
+                               [0.0, 0.0, -30.0, 0.0, 0.0, 0.0], atol=1e-12)
