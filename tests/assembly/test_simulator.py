@@ -1,0 +1,121 @@
+"""The data-driven simulator step: force balance at rest, free motion, the C-space row, detection, penetration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactkit.assembly.coupling import CouplingGains, coupled_free_velocity, default_gains
+from contactkit.assembly.simulator import (
+    STAGES,
+    IdentityClustering,
+    SimConfig,
+    SolverKind,
+    detect_nodes,
+    node_penetration,
+    simulate,
+    step,
+)
+from contactkit.assembly.task import peg_in_hole_task
+from contactkit.depth import detect
+from contactkit.engine.reference import SolveStatus, advance_pose, com_position
+from contactkit.engine.reference.solvers.virtual_constraint import SurfaceFunction
+from contactkit.state import BodyState
+
+IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def peg():
+    return peg_in_hole_task()
+
+
+def _rest(pos) -> BodyState:
+    return BodyState(pos=np.asarray(pos, float), quat=IDENTITY.copy(), lin_vel=np.zeros(3), ang_vel=np.zeros(3))
+
+
+@pytest.mark.parametrize("solver", list(SolverKind))
+def test_peg_on_the_floor_balances_the_coupling_push(peg, solver):
+    """Peg resting on the hole's floor, pressed down by the coupling (gravity is off): at rest the contact wrench
+    cancels the coupling wrench, and the push is about k × setpoint depth."""
+    gains = default_gains(peg)
+    config = SimConfig(solver=solver, tol=1e-8, max_iterations=400)
+    state, depth = _rest([0.0, 0.0, 0.0]), 1e-3
+    for _ in range(8):
+        result = step(peg, state, np.array([0.0, 0.0, -depth]), IDENTITY, gains, IdentityClustering(), config)
+        state = result.state
+    push = gains.stiffness * depth
+    assert result.n_nodes == result.n_clustered > 100
+    assert abs(result.applied[2] + push) < 0.02 * push
+    assert np.abs(result.wrench + result.applied).max() < 1e-3 * push
+    assert np.abs(result.wrench[:2]).max() < 1e-3 * push
+    assert np.linalg.norm(state.lin_vel) < 1e-4
+    assert set(result.stage_s) == set(STAGES) and all(v >= 0.0 for v in result.stage_s.values())
+
+
+def test_free_motion_is_the_coupled_pmi_step(peg):
+    gains = CouplingGains(1e3, 1.0, 5.0, 0.01)
+    state = _rest([0.0, 0.0, 0.08])
+    target = np.array([0.001, 0.0, 0.081])
+    quat = np.array([np.cos(0.05), 0.0, np.sin(0.05), 0.0])
+    result = step(peg, state, target, quat, gains, IdentityClustering(), SimConfig())
+    v_free, applied = coupled_free_velocity(peg.body, state, target, quat, gains, 1e-2)
+    expected = advance_pose(peg.body, state, v_free, 1e-2)
+    assert result.n_nodes == 0 and result.status is SolveStatus.CONVERGED
+    assert np.array_equal(result.wrench, np.zeros(6))
+    assert np.allclose(result.applied, applied, atol=1e-12)
+    assert np.allclose(result.state.pos, expected.pos, atol=1e-15)
+    assert np.allclose(result.state.quat, expected.quat, atol=1e-15)
+
+
+def test_cspace_row_holds_the_tool_on_an_analytic_surface(peg):
+    """Far from any node contact, an analytic C-space half-space ``h = z_com - z0`` stops a tool pushed into it:
+    it comes to rest with the virtual wrench balancing the push, and lets it go when pulled away."""
+    gains = default_gains(peg)
+    state = _rest([0.0, 0.0, 0.08])
+    z0 = float(com_position(peg.body, state)[2])
+    normal = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    surface = SurfaceFunction(value=lambda q: float(q[2] - z0), gradient=lambda q: normal.copy())
+    down = np.array([0.0, 0.0, 0.08 - 1e-3])
+    for _ in range(5):
+        result = step(peg, state, down, IDENTITY, gains, IdentityClustering(), SimConfig(), cspace=surface)
+        state = result.state
+    assert result.cspace_active and result.cspace_impulse > 0.0 and result.n_nodes == 0
+    assert abs(float(com_position(peg.body, state)[2]) - z0) < 1e-9
+    assert np.abs(result.wrench + result.applied).max() < 1e-6 * gains.stiffness * 1e-3
+    up = step(peg, state, np.array([0.0, 0.0, 0.081]), IDENTITY, gains, IdentityClustering(), SimConfig(),
+              cspace=surface)
+    assert up.cspace_active and up.cspace_impulse == 0.0 and up.state.pos[2] > state.pos[2]
+
+
+def test_detection_matches_the_torch_depth_query(peg):
+    state = BodyState(pos=np.array([2e-5, -1e-5, 5e-3]), quat=np.array([np.cos(5e-4), np.sin(5e-4), 0.0, 0.0]),
+                      lin_vel=np.zeros(3), ang_vel=np.zeros(3))
+    ours = detect_nodes(peg, state, 1e-4)
+    ref = detect(peg.depth_net, np.zeros(3), IDENTITY, peg.nodes, state.pos, state.quat, 1e-4)
+    assert len(ours.depth) > 100
+    common, a, b = np.intersect1d(ours.node_index, ref.node_index, return_indices=True)
+    assert len(common) >= 0.99 * max(len(ours.depth), len(ref.depth))  # torch queries in float32
+    assert np.abs(ours.depth[a] - ref.depth[b]).max() < 1e-7
+    assert np.abs(ours.normals[a] - ref.normals[b]).max() < 1e-4
+    assert np.allclose(ours.points[a], ref.points[b], atol=1e-15)
+
+
+def test_node_penetration_of_a_peg_pushed_into_the_wall(peg):
+    inside = _rest([0.0, 0.0, 0.01])
+    assert node_penetration(peg, inside) == 0.0
+    shift = 1e-4
+    pushed = _rest([shift, 0.0, 0.01])
+    expected = shift - peg.clearance  # the 640-gon's sagitta (0.3 µm) aside
+    assert abs(node_penetration(peg, pushed) - expected) < 1e-6
+    assert abs(node_penetration(peg, pushed, exact=False) - expected) < 1.2e-5  # the hole net's measured error
+
+
+def test_simulate_runs_every_setpoint(peg):
+    calls = []
+    t = 3
+    pos = np.tile([0.0, 0.0, 0.08], (t, 1))
+    out = simulate(peg, _rest([0.0, 0.0, 0.08]), pos, np.tile(IDENTITY, (t, 1)), default_gains(peg),
+                   IdentityClustering(), SimConfig(), progress=lambda i, n: calls.append((i, n)))
+    assert len(out) == t and calls == [(1, t), (2, t), (3, t)]
+    assert np.isnan(out[0].cspace_h) and not out[0].cspace_active
