@@ -20,9 +20,9 @@ from contactkit.assembly.cma_fit import (
     rows_from_episodes,
     rows_loss,
     torque_length,
-    world_com,
 )
 from contactkit.depth import NodeContacts
+from contactkit.engine.reference import com_position
 from contactkit.errors import CheckpointError
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
 from contactkit.state import BodyState
@@ -47,7 +47,7 @@ def fake_step(task, state, setpoint_pos, setpoint_quat, gains, clustering, confi
     applied = np.concatenate([setpoint_pos - state.pos, np.zeros(3)])
     c = clustering.cluster(task, _floor_contacts(task, state), state, applied)
     f = (1.0 - 1e4 * c.distances)[:, None] * c.normals
-    tau = np.cross(c.points - world_com(task, state), f)
+    tau = np.cross(c.points - com_position(task.body, state), f)
     return SimpleNamespace(wrench=np.concatenate([f.sum(axis=0), tau.sum(axis=0)]))
 
 

@@ -50,6 +50,7 @@ from contactkit.assembly.task import AssemblyTask
 from contactkit.collision import Contacts
 from contactkit.collision.contact_set import contact_frames
 from contactkit.depth import NodeContacts
+from contactkit.engine.reference import com_position
 from contactkit.errors import InvalidInputError
 from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
@@ -202,7 +203,7 @@ def node_inputs(task: AssemblyTask, points: np.ndarray, state: BodyState, applie
     q = -q if q[0] < 0 else q
     pos, v, w = (np.asarray(a, dtype=np.float64).reshape(3) for a in (state.pos, state.lin_vel, state.ang_vel))
     wr = np.asarray(applied_wrench, dtype=np.float64).reshape(6)
-    com = pos + quat_to_mat(q) @ task.body.com_body
+    com = com_position(task.body, state)
     vel = v + np.cross(w, x - pos)
     tau = wr[3:] + np.cross(com - x, wr[:3])
     n = len(x)

@@ -28,7 +28,7 @@ from contactkit.assembly.clustering import ClusteringNet, LearnedClustering, Sur
 from contactkit.assembly.clustering_checkpoint import check_task, task_hashes
 from contactkit.assembly.task import AssemblyTask
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.rotations import quat_to_mat, rotvec_to_quat
+from contactkit.rotations import rotvec_to_quat
 from contactkit.state import BodyState
 
 CONTACT_FORCE_TOL = 1e-6
@@ -250,7 +250,3 @@ def fit_from_reference(path, task: AssemblyTask, net0: ClusteringNet, gains, sim
     rows = rows_from_episodes(read_reference(path, task), n_rows, rng)
     return fit_clustering(task, rows, net0, gains, sim_config, rng, config, progress=progress)
 
-
-def world_com(task: AssemblyTask, state: BodyState) -> np.ndarray:
-    """``(3,)`` the tool's COM in the world [m] at a single ``state``."""
-    return np.asarray(state.pos, np.float64) + quat_to_mat(np.asarray(state.quat, np.float64)) @ task.body.com_body
