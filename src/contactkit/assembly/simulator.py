@@ -13,8 +13,8 @@ One step of ``dt`` (:data:`~contactkit.assembly.task.SIM_DT`, 10 ms) from the to
 
 A contact impulse ``P`` changes the end-of-step velocity through the coupling's implicit terms as well:
 ``(m + h c/2) Δv⁺ = P`` with ``c = k h/2 + d`` (:mod:`contactkit.assembly.coupling`), so the contact problem uses
-the effective inverse mass of :func:`effective_inverse_mass` (the gyroscopic skew term is left out, as in the
-reference engine). Each stage is timed with ``time.perf_counter``.
+the effective inverse mass :func:`contactkit.assembly.coupling.coupled_inverse_mass`. Each stage is timed with
+``time.perf_counter``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from contactkit.assembly.coupling import CouplingGains, coupled_free_velocity
+from contactkit.assembly.coupling import (
+    CouplingGains,
+    applied_coupling_wrench,
+    coupled_free_velocity,
+    coupled_inverse_mass,
+)
 from contactkit.assembly.nc_solver import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_RELAXATION,
@@ -42,7 +47,7 @@ from contactkit.depth import NodeContacts
 from contactkit.engine._kernels_depthnet import evaluate
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.params import Integrator
-from contactkit.engine.reference import RigidBody, SolveStatus, advance_pose
+from contactkit.engine.reference import SolveStatus, advance_pose
 from contactkit.engine.reference.solvers.virtual_constraint import SurfaceFunction, configuration, cspace_normal
 from contactkit.errors import InvalidInputError
 from contactkit.rotations import quat_to_mat
@@ -193,27 +198,6 @@ def node_penetration(task: AssemblyTask, state: BodyState, *, exact: bool = True
     return float(max(-d.min(initial=0.0), 0.0))
 
 
-def effective_inverse_mass(body: RigidBody, gains: CouplingGains, dt: float) -> np.ndarray:
-    """``(6, 6)`` inverse of ``diag((m + h c/2) I, J + h c_r/2 I)``, ``c = k h/2 + d``, ``c_r = k_r h/2 + d_r``:
-    how a contact impulse moves the end-of-step velocity under the implicit PMI coupling (module docstring)."""
-    c = 0.5 * gains.stiffness * dt + gains.damping
-    c_r = 0.5 * gains.angular_stiffness * dt + gains.angular_damping
-    out = np.zeros((6, 6))
-    out[:3, :3] = np.eye(3) / (body.mass + 0.5 * dt * c)
-    out[3:, 3:] = np.linalg.inv(body.inertia_body + 0.5 * dt * c_r * np.eye(3))
-    return out
-
-
-def _actual_coupling(state: BodyState, applied_free: np.ndarray, v_free: np.ndarray, v_next: np.ndarray,
-                     gains: CouplingGains, dt: float) -> np.ndarray:
-    """Mean coupling wrench with the end-of-step velocity ``v_next``: the free one minus ``c/2 (V⁺ - V_free)``."""
-    c = 0.5 * gains.stiffness * dt + gains.damping
-    c_r = 0.5 * gains.angular_stiffness * dt + gains.angular_damping
-    rot = quat_to_mat(np.asarray(state.quat, np.float64))
-    dv = v_next - v_free
-    return applied_free - np.concatenate([0.5 * c * dv[:3], rot @ (0.5 * c_r * dv[3:])])
-
-
 def _cspace_row(task: AssemblyTask, state: BodyState, cspace, activation: float) -> tuple[np.ndarray | None, float]:
     """``(N_C or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``. ``cspace`` is a
     :class:`~contactkit.assembly.cspace.CSpaceModel` (its SQP runs on the logit, same zero set) or any
@@ -253,11 +237,11 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
     direction, h = _cspace_row(task, state, cspace, config.cspace_activation)
     friction = FrictionKind.CONE if config.solver is SolverKind.NC_SOR else FrictionKind.BOX
     sol = solve_nc(body, state, contacts, v_free, dt, cspace_direction=direction, friction=friction,
-                   m_inv=effective_inverse_mass(body, gains, dt), relaxation=config.relaxation,
+                   m_inv=coupled_inverse_mass(body, gains, dt), relaxation=config.relaxation,
                    max_iterations=config.max_iterations, tol=config.tol)
     t4 = time.perf_counter()
     new_state = advance_pose(body, state, sol.velocity, dt, Integrator.PASSIVE_MIDPOINT)
-    applied = _actual_coupling(state, applied_free, v_free, sol.velocity, gains, dt)
+    applied = applied_coupling_wrench(body, state, sol.velocity, setpoint_pos, setpoint_quat, gains, dt)
     t5 = time.perf_counter()
     stages = {"detection": t2 - t1, "clustering": t3 - t2, "solving": t4 - t3, "integration": (t1 - t0) + (t5 - t4)}
     return SimStep(new_state, sol.wrench, applied, len(nodes.depth), contacts.count, stages, sol.status,
