@@ -37,6 +37,12 @@ def test_distances_equal_libigl_signed_distance(make):
     # the node is its closest point moved by d along the normal (normal out of the static part)
     np.testing.assert_allclose(closest + d[:, None] * normals, pts, atol=1e-12)
     assert np.abs(signed_distance(task.static, closest)).max() < 1e-12
+    # reach_only: the side of far points comes from the precomputed cell signs (flood fill + winding number)
+    d_reach, _, _ = signed_distance_with_normals(mesh_index(v, task.static.faces), pts, reach_only=True)
+    near = ref < REACH
+    assert (~near).sum() > 100 and (ref < -REACH).sum() > 100  # far points on both sides were tested
+    np.testing.assert_allclose(d_reach[near], ref[near], atol=1e-12)
+    assert np.all(np.isposinf(d_reach[~near]))
 
 
 def test_reach_only_marks_far_outside_points(peg):

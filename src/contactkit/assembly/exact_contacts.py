@@ -12,8 +12,11 @@ So the static mesh is indexed once (cached per mesh hash) in a uniform grid of c
 every face whose bounding box grown by :data:`REACH` meets the cell; a node then scans only its cell's faces in a
 numba kernel. Exactness: a face within ``REACH`` of a node has its grown box around the node, so it is listed in
 the node's cell; a node farther than ``REACH`` from every face is on the same side of the surface as its cell's
-centre (the cell's half diagonal is below ``REACH``), decided once per cell by libigl's winding number; such a node
-that is inside (a penetration deeper than ``REACH``) falls back to libigl's exact signed distance.
+centre (the cell's half diagonal is below ``REACH``). The side of every cell centre is found once, when the grid is
+built: exactly where the centre is within ``REACH`` of a face, and by flood fill elsewhere (two face-adjacent centres
+both farther than ``REACH`` from the surface are on the same side, since ``CELL_SIZE <= REACH``; a far region that
+does not touch the grid's border gets libigl's winding number at one of its centres). A node deeper inside than
+``REACH`` falls back to libigl's exact signed distance.
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ class MeshIndex:
         vertices ``(V, 3)`` [m], faces ``(F, 3)`` int64, face_normals ``(F, 3)`` unit outward,
         edge_normals ``(F, 3, 3)`` (edge k = corners k→k+1: sum of the two adjacent face normals),
         vertex_normals ``(V, 3)`` (angle-weighted), lo ``(3,)`` grid origin [m], dims ``(3,)`` int64 cells,
-        start ``(C+1,)`` int64 CSR offsets, cell_faces ``(E,)`` int32, cell_sign ``(C,)`` int8 (0 unknown,
-        +1 outside, -1 inside; filled lazily), sha256 of the mesh.
+        start ``(C+1,)`` int64 CSR offsets, cell_faces ``(E,)`` int32, cell_sign ``(C,)`` int8 (+1: the cell's
+        centre is outside, -1 inside; :func:`_cell_signs`), sha256 of the mesh.
     """
 
     vertices: np.ndarray
@@ -67,6 +70,7 @@ class MeshIndex:
 
 
 _CACHE: dict[str, MeshIndex] = {}
+_BY_ARRAYS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, MeshIndex]] = {}
 
 
 def _pseudonormals(v: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -130,7 +134,8 @@ def mesh_index(vertices: np.ndarray, faces: np.ndarray) -> MeshIndex:
     np.cumsum(start, out=start)
     out = np.empty(int(start[-1]), np.int32)
     _fill_grid(tri, lo, CELL_SIZE, dims, REACH, start, out)
-    index = MeshIndex(v, f, fn, en, vn, lo, dims, start, out, np.zeros(n_cells, np.int8), sha)
+    index = MeshIndex(v, f, fn, en, vn, lo, dims, start, out, _cell_signs(v, f, fn, en, vn, lo, dims, start, out),
+                      sha)
     _CACHE[sha] = index
     return index
 
@@ -176,6 +181,72 @@ def _closest_on_triangle(px, py, pz, v, a, b, c):
 
 
 @njit(cache=True)
+def _nearest(px, py, pz, c, verts, faces, start, cell_faces, reach):
+    """Nearest face of cell ``c``'s list within ``reach`` of ``p``: ``(d², face or -1, feature, closest xyz)``."""
+    best, best_f, best_feat = reach * reach, -1, 0
+    bx, by, bz = 0.0, 0.0, 0.0
+    for j in range(start[c], start[c + 1]):
+        f = cell_faces[j]
+        qx, qy, qz, feat = _closest_on_triangle(px, py, pz, verts, faces[f, 0], faces[f, 1], faces[f, 2])
+        d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+        if d2 < best:
+            best, best_f, best_feat, bx, by, bz = d2, f, feat, qx, qy, qz
+    return best, best_f, best_feat, bx, by, bz
+
+
+@njit(cache=True)
+def _pseudonormal(fn, en, vn, faces, f, feat):
+    if feat == 0:
+        return fn[f]
+    if feat <= 3:
+        return vn[faces[f, feat - 1]]
+    return en[f, feat - 4]
+
+
+@njit(cache=True)
+def _centre_signs(verts, faces, fn, en, vn, lo, cell, dims, start, cell_faces, reach, sign):
+    """``sign (C,)`` int8 (written): +1 / -1 for a cell whose centre is within ``reach`` of the surface
+    (outside / inside, exact), 0 where it is farther."""
+    for x in range(dims[0]):
+        for y in range(dims[1]):
+            for z in range(dims[2]):
+                c = (x * dims[1] + y) * dims[2] + z
+                sign[c] = 0
+                if start[c + 1] == start[c]:
+                    continue
+                px, py, pz = lo[0] + (x + 0.5) * cell, lo[1] + (y + 0.5) * cell, lo[2] + (z + 0.5) * cell
+                _, f, feat, bx, by, bz = _nearest(px, py, pz, c, verts, faces, start, cell_faces, reach)
+                if f >= 0:
+                    pn = _pseudonormal(fn, en, vn, faces, f, feat)
+                    sign[c] = 1 if (px - bx) * pn[0] + (py - by) * pn[1] + (pz - bz) * pn[2] >= 0.0 else -1
+
+
+def _cell_signs(v, f, fn, en, vn, lo, dims, start, out) -> np.ndarray:
+    """Side of the surface of every cell centre: exact near the surface (:func:`_centre_signs`); the far centres
+    are flood-filled (face-adjacent far centres are on one side: module docstring), the components touching the
+    grid's border are outside, each other one is decided by libigl's winding number at one of its centres."""
+    import igl
+    from scipy import ndimage
+
+    sign = np.zeros(int(np.prod(dims)), np.int8)
+    _centre_signs(v, f, fn, en, vn, lo, CELL_SIZE, dims, start, out, REACH, sign)
+    labels, count = ndimage.label((sign == 0).reshape(tuple(dims)))
+    border = np.unique(np.concatenate([labels[0].ravel(), labels[-1].ravel(), labels[:, 0].ravel(),
+                                       labels[:, -1].ravel(), labels[:, :, 0].ravel(), labels[:, :, -1].ravel()]))
+    side = np.zeros(count + 1, np.int8)
+    side[border] = 1
+    others = np.setdiff1d(np.arange(1, count + 1), border)
+    if len(others):
+        flat = labels.ravel()
+        first = np.array([np.argmax(flat == k) for k in others])
+        centres = lo + (np.stack(np.unravel_index(first, tuple(dims)), axis=1) + 0.5) * CELL_SIZE
+        side[others] = np.where(np.asarray(igl.winding_number(v, f, centres)) > 0.5, -1, 1)
+    far = sign == 0
+    sign[far] = side[labels.ravel()[far]]
+    return sign
+
+
+@njit(cache=True)
 def _query(points, verts, faces, fn, en, vn, lo, cell, dims, start, cell_faces, reach, dist, closest, normal,
            cell_of):
     """Signed distance, closest point and outward normal of each point (``dist = inf`` where no face is
@@ -193,22 +264,10 @@ def _query(points, verts, faces, fn, en, vn, lo, cell, dims, start, cell_faces, 
         cell_of[i] = c if inside_grid else -1
         if not inside_grid:
             continue
-        best, best_f, best_feat = reach * reach, -1, 0
-        bx, by, bz = 0.0, 0.0, 0.0
-        for j in range(start[c], start[c + 1]):
-            f = cell_faces[j]
-            qx, qy, qz, feat = _closest_on_triangle(px, py, pz, verts, faces[f, 0], faces[f, 1], faces[f, 2])
-            d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-            if d2 < best:
-                best, best_f, best_feat, bx, by, bz = d2, f, feat, qx, qy, qz
+        best, best_f, best_feat, bx, by, bz = _nearest(px, py, pz, c, verts, faces, start, cell_faces, reach)
         if best_f < 0:
             continue
-        if best_feat == 0:
-            pn = fn[best_f]
-        elif best_feat <= 3:
-            pn = vn[faces[best_f, best_feat - 1]]
-        else:
-            pn = en[best_f, best_feat - 4]
+        pn = _pseudonormal(fn, en, vn, faces, best_f, best_feat)
         dx, dy, dz = px - bx, py - by, pz - bz
         d = math.sqrt(best)
         sign = 1.0 if dx * pn[0] + dy * pn[1] + dz * pn[2] >= 0.0 else -1.0
@@ -243,12 +302,6 @@ def signed_distance_with_normals(index: MeshIndex, points: np.ndarray, reach_onl
     cells = cell_of[far]
     inside = np.zeros(len(far), bool)
     in_grid = cells >= 0
-    unknown = np.unique(cells[in_grid][index.cell_sign[cells[in_grid]] == 0])
-    if len(unknown):
-        ijk = np.stack(np.unravel_index(unknown, tuple(index.dims)), axis=1)
-        centres = index.lo + (ijk + 0.5) * CELL_SIZE
-        wn = igl.winding_number(index.vertices, index.faces, centres)
-        index.cell_sign[unknown] = np.where(np.asarray(wn) > 0.5, -1, 1)
     inside[in_grid] = index.cell_sign[cells[in_grid]] < 0
     exact = far[inside] if reach_only else far
     if len(exact):
@@ -280,7 +333,12 @@ def exact_node_contacts(task: AssemblyTask, state: BodyState, margin: float) -> 
     pos, quat = np.asarray(state.pos, dtype=np.float64), np.asarray(state.quat, dtype=np.float64)
     if pos.shape != (3,) or quat.shape != (4,) or abs(np.linalg.norm(quat) - 1.0) > 1e-6:
         raise InvalidInputError(f"state must be one body with a unit quaternion, got pos {pos!r}, quat {quat!r}")
-    index = mesh_index(task.static.vertices, task.static.faces)
+    key = (id(task.static.vertices), id(task.static.faces))
+    held = _BY_ARRAYS.get(key)
+    if held is None or held[0] is not task.static.vertices or held[1] is not task.static.faces:
+        held = (task.static.vertices, task.static.faces, mesh_index(task.static.vertices, task.static.faces))
+        _BY_ARRAYS[key] = held  # the arrays are held, so their ids cannot be reused while the entry lives
+    index = held[2]
     world = task.nodes @ quat_to_mat(quat).T + pos
     lo, hi = index.vertices.min(axis=0) - margin, index.vertices.max(axis=0) + margin
     cand = np.flatnonzero(((world >= lo) & (world <= hi)).all(axis=1))
