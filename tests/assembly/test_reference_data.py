@@ -76,3 +76,21 @@ def test_split_is_by_trajectory(episodes):
     assert sorted(map(id, train + test)) == sorted(map(id, episodes)) and not set(map(id, train)) & set(map(id, test))
     with pytest.raises(InvalidInputError, match="train_fraction"):
         rd.split_episodes(episodes, 1.0)
+
+
+def test_rows_balance_linear_momentum(peg):
+    """m·Δv_com / dt = mean coupling force + mean contact force over every row (no other force acts), here with the
+    peg pushed into the wall and the floor."""
+    from contactkit.assembly.trajectories import Trajectory
+    from contactkit.engine.reference import generalized_velocity
+    from contactkit.state import BodyState
+
+    n = 6
+    sp = np.tile([1e-3, 0.0, -2e-3], (n, 1))
+    tr = Trajectory(TrajectoryKind.INSERT, BodyState.at_rest([0.0, 0.0, 2e-4]), sp, np.tile([1.0, 0, 0, 0], (n, 1)))
+    ep, _ = rd.run_trajectory(peg, tr, default_gains(peg))
+    assert np.abs(ep.wrench[-1, :3]).max() > 10.0  # the floor and the wall push back
+    states = ep.states()
+    v = np.array([generalized_velocity(peg.body, states.index(i))[:3] for i in range(n + 1)])
+    np.testing.assert_allclose(peg.body.mass * np.diff(v, axis=0) / 0.01, ep.command[:, :3] + ep.wrench[:, :3],
+                               atol=1e-9 * np.abs(ep.wrench).max())
