@@ -76,11 +76,11 @@ def test_bars_and_table_of_a_result():
     assert "| peg-in-hole | 0.5 (1.37)" in markdown_table(result, exp.PAPER)
 
 
-TINY = exp.TightAssemblyConfig(reference_steps=60, cma_generations=1, cma_population=4, cma_steps=4,
-                               cspace_samples=2000, cspace_steps=20, eval_steps=4, mujoco_steps=1,
-                               mujoco=("default",), complete_trajectories=1, complete_steps=4,
-                               penetration_every=2, pairs=1, pair_reference_steps=20, depth_steps=20,
-                               robustness_s=0.03)
+TINY = exp.TightAssemblyConfig(reference_steps=60, trajectory_rows=30, cma_generations=1, cma_population=4,
+                               cma_steps=4, cspace_samples=100, cspace_steps=20, eval_steps=3, mujoco_steps=1,
+                               mujoco=("default",), mujoco_tasks=("peg-in-hole",), complete_trajectories=1,
+                               complete_steps=3, penetration_every=2, pairs=1, pair_reference_steps=30, depth_steps=20,
+                               robustness_s=0.02)
 """The smallest budget that runs every section."""
 
 

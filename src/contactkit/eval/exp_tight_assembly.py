@@ -59,11 +59,13 @@ class TightAssemblyConfig:
 
     Attributes:
         tasks: task names (:data:`TASKS`). reference_steps: 10 ms reference rows per task (issue: ≥ 20k).
+        trajectory_rows: rows per reference trajectory (None: the reference module's standard length).
         train_fraction: share of trajectories for training. cma_generations, cma_population: CMA-ES budget;
         cma_steps: training rows per loss evaluation. cspace_samples, cspace_steps: C-space data and training.
         eval_steps: test rows of the one-step comparison (ours and K-means; all when fewer);
         mujoco_steps: test rows MuJoCo steps (slow: tens of ms each); mujoco: which MuJoCo settings
-        (``"default"``, ``"fastest"``). complete_trajectories, complete_steps: test trajectories simulated
+        (``"default"``, ``"fastest"``); mujoco_tasks: the tasks MuJoCo runs on (the bolt and nut need CoACD
+        first: minutes, cached after). complete_trajectories, complete_steps: test trajectories simulated
         from their start (b) and the most steps of each. penetration_every: exact penetration every this many
         steps (b, e). pairs: Table II pairs of (d) (0: none); pair_reference_steps, depth_steps: their reference
         rows and depth-network training steps. robustness_s: simulated seconds of (e).
@@ -71,6 +73,7 @@ class TightAssemblyConfig:
 
     tasks: tuple[str, ...] = TASKS
     reference_steps: int = 20_000
+    trajectory_rows: int | None = None
     train_fraction: float = 0.7
     cma_generations: int = 40
     cma_population: int = 12
@@ -80,6 +83,7 @@ class TightAssemblyConfig:
     eval_steps: int = 3000
     mujoco_steps: int = 300
     mujoco: tuple[str, ...] = ("default", "fastest")
+    mujoco_tasks: tuple[str, ...] = TASKS
     complete_trajectories: int = 6
     complete_steps: int = 600
     penetration_every: int = 1
@@ -105,10 +109,10 @@ class TightAssemblyConfig:
 
 
 FULL = TightAssemblyConfig()
-QUICK = TightAssemblyConfig(reference_steps=120, cma_generations=2, cma_population=4, cma_steps=8,
-                            cspace_samples=4000, cspace_steps=100, eval_steps=20, mujoco_steps=3, mujoco=("default",),
-                            complete_trajectories=1, complete_steps=15, penetration_every=5, pairs=1,
-                            pair_reference_steps=40, depth_steps=200, robustness_s=0.5)
+QUICK = TightAssemblyConfig(reference_steps=90, trajectory_rows=30, cma_generations=2, cma_population=4, cma_steps=8,
+                            cspace_samples=300, cspace_steps=100, eval_steps=10, mujoco_steps=3, mujoco=("default",),
+                            mujoco_tasks=("peg-in-hole",), complete_trajectories=1, complete_steps=10,
+                            penetration_every=5, pairs=1, pair_reference_steps=30, depth_steps=200, robustness_s=0.3)
 """``--quick``: the whole pipeline on tiny budgets (< 2 min; its numbers show that it runs, not how well)."""
 
 
@@ -172,19 +176,47 @@ class Pipeline:
 
 
 def _fit_clustering(task, train: list, gains, config: TightAssemblyConfig, rng: np.random.Generator):
-    """The learned clustering fitted by CMA-ES on ``train`` (eq 7; :mod:`contactkit.assembly.cma_fit`, H3)."""
+    """The learned clustering fitted by CMA-ES on ``cma_steps`` contact rows of ``train`` (eq 7;
+    :mod:`contactkit.assembly.cma_fit`, H3), inputs scaled by their ranges over those rows (§V-B). A diverged fit
+    keeps its best net and says so in the returned facts."""
     cma_fit = _import("cma_fit", "H3")
     clustering = _import("clustering", "H3")
-    net, info = cma_fit.fit_clustering(task, train, gains, generations=config.cma_generations,
-                                       population=config.cma_population, steps=config.cma_steps, rng=rng)
-    return clustering.LearnedClustering(net), dict(info)
+    nc, _ = _configs()
+    rows = cma_fit.rows_from_episodes(train, config.cma_steps, rng)
+    lo, hi = cma_fit.input_ranges(task, rows, gains, nc)
+    net0 = clustering.ClusteringNet(clustering.init_params(rng), lo, hi)
+    fit_config = cma_fit.FitConfig(generations=config.cma_generations, popsize=config.cma_population)
+    start = time.perf_counter()
+    try:
+        res = cma_fit.fit_clustering(task, rows, net0, gains, nc, rng, fit_config)
+        net, info = res.net, {"loss_N2": res.history.tolist(), "evaluations": res.evaluations, "diverged": None}
+    except cma_fit.FitDiverged as exc:
+        net, info = exc.best, {"loss_N2": exc.history.tolist(), "diverged": str(exc)}
+    info.update(rows=len(rows), generations=config.cma_generations, population=config.cma_population,
+                seconds=time.perf_counter() - start)
+    return clustering.LearnedClustering(net), info
 
 
 def _train_cspace(task, config: TightAssemblyConfig, rng: np.random.Generator):
-    """The C-space classifier ``h(q)`` of ``task`` (§IV-A, §V-B; :mod:`contactkit.assembly.cspace`, H4)."""
+    """The C-space classifier ``h(q)`` of ``task`` (§IV-A, §V-B; :mod:`contactkit.assembly.cspace`, H4) and its
+    training report."""
+    import torch
+
     cspace = _import("cspace", "H4")
+    start = time.perf_counter()
     data = cspace.cspace_dataset(task, config.cspace_samples, rng)
-    return cspace.train_cspace(task, data, steps=config.cspace_steps, rng=rng)
+    model, report = cspace.train_cspace(task, data, cspace.TrainSettings(steps=config.cspace_steps),
+                                        torch.Generator().manual_seed(int(rng.integers(2**31))))
+    return model, {**dataclasses.asdict(report), "seconds": time.perf_counter() - start}
+
+
+def _reference(reference, task, n_rows: int, trajectory_rows: int | None, rng: np.random.Generator) -> list:
+    """``n_rows`` reference rows: :func:`~contactkit.assembly.reference_data.reference_dataset` (trajectories of
+    its standard length), or with ``trajectory_rows`` trajectories that short, the task's kinds in turn."""
+    if trajectory_rows is None:
+        return reference.reference_dataset(task, n_rows, rng)
+    plan = reference.episode_plan(task, max(n_rows // trajectory_rows, 1) * reference.TRAJECTORY_ROWS, rng)
+    return [reference.reference_episode(task, kind, seed, trajectory_rows)[0] for kind, seed, _ in plan]
 
 
 def prepare(task, config: TightAssemblyConfig, rng: np.random.Generator, *, clustering=None,
@@ -196,14 +228,14 @@ def prepare(task, config: TightAssemblyConfig, rng: np.random.Generator, *, clus
     reference = _import("reference_data", "H2")
     kmeans = _import("kmeans", "H3")
     gains = default_gains(task)
-    episodes = reference.reference_dataset(task, reference_steps or config.reference_steps, rng)
+    episodes = _reference(reference, task, reference_steps or config.reference_steps, config.trajectory_rows, rng)
     train, test = reference.split_episodes(episodes, config.train_fraction, rng)
     fit = {}
     if clustering is None:
         clustering, fit = _fit_clustering(task, train, gains, config, rng)
     km = kmeans.KMeansClustering(mc=12, seed=int(rng.integers(2**31)))
-    return Pipeline(task, gains, train, test, clustering, km, _train_cspace(task, config, rng),
-                    reference.setpoint_quat, fit)
+    model, fit["cspace"] = _train_cspace(task, config, rng)
+    return Pipeline(task, gains, train, test, clustering, km, model, reference.setpoint_quat, fit)
 
 
 def _configs():
@@ -444,8 +476,12 @@ def _task_entry(name: str, config: TightAssemblyConfig, rng, progress, missing, 
         return entry, None
     progress(f"{name}: {sum(e.n_steps for e in p.train)} training / {sum(e.n_steps for e in p.test)} test rows, "
              f"clustering fitted")
-    numbers, traces[(name, "one_step")] = one_step(p, p.test, config, rng, config.mujoco)
+    mujoco = config.mujoco if name in config.mujoco_tasks else ()
+    numbers, traces[(name, "one_step")] = one_step(p, p.test, config, rng, mujoco)
     entry.update(numbers)
+    if not mujoco:
+        entry["mujoco_force_rmse_N_failure"] = "not run: MuJoCo is run on " + (", ".join(config.mujoco_tasks) or
+                                                                              "no task") + " in this budget"
     progress(f"{name}: one-step RMSE ours {entry['ours_force_rmse_N']:.3g} N, K-means/PGS "
              f"{entry['kmeans_pgs_force_rmse_N']:.3g} N, MuJoCo {entry.get('mujoco_force_rmse_N')}")
     numbers, traces[(name, "complete")] = complete(p, config)
