@@ -196,37 +196,32 @@ def evaluate(model: CSpaceModel, q: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return 2.0 * p - 1.0, grad, logit
 
 
-def surface_function(model: CSpaceModel, *, logit: bool = False) -> SurfaceFunction:
+def surface_function(model: CSpaceModel, *, logit: bool = False, scale: float = 1.0) -> SurfaceFunction:
     """``h(q) = 2σ - 1`` of ``model`` (or, with ``logit``, the sigmoid's argument: same sign, same zero set, same
-    normal direction, but no saturation far from the surface) as a :class:`SurfaceFunction` with the analytic
-    gradient (:func:`evaluate`), for the C-space normal's SQP (§IV-B). The last ``q`` is memoised: the value and
-    the gradient at one point cost one pass."""
+    normal direction, no saturation far from the surface), times ``scale``, as a :class:`SurfaceFunction` with the
+    analytic gradient, for the C-space normal's SQP (§IV-B). One configuration per call, in numba
+    (:func:`contactkit.assembly.cspace_point.point_surface`); the last ``q`` is memoised, so the value and the
+    gradient at one point cost one evaluation."""
+    from contactkit.assembly.cspace_point import point_surface
+
+    spec = model.spec
+    code = {CSpaceFeatures.CONFIGURATION: 0, CSpaceFeatures.PEG_AXIS: 1, CSpaceFeatures.SCREW: 2}[spec.kind]
+    args = (code, float(spec.pitch), float(spec.handedness), float(spec.axis_height),
+            np.asarray(spec.com_body, np.float64), model.lo, model.hi,
+            *(np.ascontiguousarray(w, dtype=np.float64) for w in model.weights))
     memo: dict[str, tuple[np.ndarray, float, np.ndarray]] = {}
 
     def _at(q: np.ndarray) -> tuple[float, np.ndarray]:
         q = np.asarray(q, dtype=np.float64).reshape(6)
         hit = memo.get("last")
         if hit is None or not np.array_equal(hit[0], q):
-            h, g, z = evaluate(model, q[None])
-            if logit:  # dz/dq = (dh/dq) / (2σ(1-σ)) = (dh/dq) · 2 / (1 - h²)
-                hit = (q.copy(), float(z[0]), _logit_gradient(model, q))
-            else:
-                hit = (q.copy(), float(h[0]), g[0])
+            grad = np.empty(6)
+            value = point_surface(*args, q.copy(), bool(logit), grad)
+            hit = (q.copy(), scale * float(value), scale * grad)
             memo["last"] = hit
         return hit[1], hit[2]
 
     return SurfaceFunction(value=lambda q: _at(q)[0], gradient=lambda q: _at(q)[1].copy())
-
-
-def _logit_gradient(model: CSpaceModel, q: np.ndarray) -> np.ndarray:
-    """``∂logit/∂q`` ``(6,)`` at one configuration (no division by a vanishing ``σ'``)."""
-    f, jac = model_features(model, q[None])
-    w0, b0, w1, b1, w2, _ = model.weights
-    scale = 2.0 / (model.hi - model.lo)
-    a1 = np.tanh(((f - model.lo) * scale - 1.0) @ w0.T + b0)
-    a2 = np.tanh(a1 @ w1.T + b1)
-    g1 = ((w2[0] * (1.0 - a2**2)) @ w1) * (1.0 - a1**2)
-    return np.einsum("nf,nfq->nq", (g1 @ w0) * scale, jac)[0]
 
 
 def default_features(task: AssemblyTask, kind: CSpaceFeatures | None = None) -> FeatureSpec:

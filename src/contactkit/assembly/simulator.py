@@ -34,6 +34,7 @@ from contactkit.assembly.coupling import (
     coupled_free_velocity,
     coupled_inverse_mass,
 )
+from contactkit.assembly.cspace_point import cspace_row
 from contactkit.assembly.nc_solver import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_RELAXATION,
@@ -48,7 +49,7 @@ from contactkit.engine._kernels_depthnet import evaluate
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.params import Integrator
 from contactkit.engine.reference import SolveStatus, advance_pose
-from contactkit.engine.reference.solvers.virtual_constraint import SurfaceFunction, configuration, cspace_normal
+from contactkit.engine.reference.solvers.virtual_constraint import CSpaceConstraint, SurfaceFunction, configuration
 from contactkit.errors import InvalidInputError
 from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
@@ -131,6 +132,8 @@ class SimStep:
         status: the solver's :class:`SolveStatus`; cspace_active: whether the C-space row was added;
         cspace_h: ``h(q)`` at the start (``nan`` without a C-space model).
         iterations: solver sweeps; residual: its final residual [m/s]; cspace_impulse: ``λ_C`` [N·s].
+        cspace_converged: False when the SQP of the C-space normal stopped on its iteration cap (the normal is
+        then taken at its last iterate); cspace_sqp_iterations: its iterations. contacts: the clustered contacts.
     """
 
     state: BodyState
@@ -145,6 +148,8 @@ class SimStep:
     iterations: int = 0
     residual: float = 0.0
     cspace_impulse: float = 0.0
+    cspace_converged: bool = True
+    cspace_sqp_iterations: int = 0
     contacts: Contacts | None = field(default=None, repr=False)
 
 
@@ -198,22 +203,30 @@ def node_penetration(task: AssemblyTask, state: BodyState, *, exact: bool = True
     return float(max(-d.min(initial=0.0), 0.0))
 
 
-def _cspace_row(task: AssemblyTask, state: BodyState, cspace, activation: float) -> tuple[np.ndarray | None, float]:
-    """``(N_C or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``. ``cspace`` is a
-    :class:`~contactkit.assembly.cspace.CSpaceModel` (its SQP runs on the logit, same zero set) or any
-    :class:`SurfaceFunction` (an analytic ``h``)."""
+def _cspace_row(task: AssemblyTask, state: BodyState, cspace,
+                activation: float) -> tuple[CSpaceConstraint | None, float]:
+    """``(the C-space row or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``.
+
+    ``cspace`` is any :class:`SurfaceFunction` (an analytic ``h``) or a
+    :class:`~contactkit.assembly.cspace.CSpaceModel`, whose SQP (:func:`contactkit.assembly.cspace_point.
+    cspace_row`) runs on its logit divided by the logit's gradient norm at ``q`` (same zero set and normal; a
+    first-order distance in ``q`` units, so that the SQP tolerance means the same for any network).
+    """
     if cspace is None:
         return None, float("nan")
     q = configuration(task.body, state)
     if isinstance(cspace, SurfaceFunction):
         surface, h = cspace, float(cspace.value(q))
     else:
-        from contactkit.assembly.cspace import evaluate, surface_function
+        from contactkit.assembly.cspace import surface_function
 
-        surface, h = surface_function(cspace, logit=True), float(evaluate(cspace, q[None])[0][0])
+        probe = surface_function(cspace, logit=True)
+        z, grad = probe.value(q), probe.gradient(q)
+        h = float(np.tanh(0.5 * z))  # 2σ(z) - 1
+        surface = surface_function(cspace, logit=True, scale=1.0 / max(float(np.linalg.norm(grad)), 1e-300))
     if h > activation:
         return None, h
-    return cspace_normal(task.body, state, surface).direction, h
+    return cspace_row(task.body, state, surface), h
 
 
 def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gains: CouplingGains,
@@ -234,9 +247,10 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
     t2 = time.perf_counter()
     contacts = clustering.cluster(task, nodes, state, applied_free)
     t3 = time.perf_counter()
-    direction, h = _cspace_row(task, state, cspace, config.cspace_activation)
+    row, h = _cspace_row(task, state, cspace, config.cspace_activation)
     friction = FrictionKind.CONE if config.solver is SolverKind.NC_SOR else FrictionKind.BOX
-    sol = solve_nc(body, state, contacts, v_free, dt, cspace_direction=direction, friction=friction,
+    sol = solve_nc(body, state, contacts, v_free, dt, cspace_direction=None if row is None else row.direction,
+                   friction=friction,
                    m_inv=coupled_inverse_mass(body, gains, dt), relaxation=config.relaxation,
                    max_iterations=config.max_iterations, tol=config.tol)
     t4 = time.perf_counter()
@@ -245,7 +259,8 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
     t5 = time.perf_counter()
     stages = {"detection": t2 - t1, "clustering": t3 - t2, "solving": t4 - t3, "integration": (t1 - t0) + (t5 - t4)}
     return SimStep(new_state, sol.wrench, applied, len(nodes.depth), contacts.count, stages, sol.status,
-                   direction is not None, h, sol.iterations, sol.residual, sol.cspace_impulse, contacts)
+                   row is not None, h, sol.iterations, sol.residual, sol.cspace_impulse,
+                   row is None or row.converged, 0 if row is None else row.sqp_iterations, contacts)
 
 
 def simulate(task: AssemblyTask, initial: BodyState, setpoints_pos, setpoints_quat, gains: CouplingGains,
