@@ -102,3 +102,22 @@ def test_settings_refuse_a_step_that_does_not_divide_the_simulation_step():
         MujocoSettings("bad", timestep=0.003)
     with pytest.raises(InvalidInputError, match="cone"):
         MujocoSettings("bad", cone="round")
+
+
+def test_a_diverging_run_is_reported_as_nan_with_its_reason(task):
+    """MuJoCo's explicit coupling on the 63 g cube with a stiff angular spring (h·d_r/J ≈ 2.8 > 2) blows up: the
+    run stops with MuJoCo's warning as the reason and NaN rows from there, never the reset state's numbers."""
+    stiff = critical_gains(task.body, 1.0e4, 2.0)
+    T = SETTLE_STEPS
+    quat = rotvec_to_quat(np.array([0.05, 0.0, 0.0]))
+    run = mujoco_simulate(task, BodyState.at_rest([0.0, 0.0, 0.02]), np.tile([0.0, 0.0, 0.017], (T, 1)),
+                          np.tile(quat, (T, 1)), stiff, DEFAULTS)
+    assert run.failure is not None and "BADQACC" in run.failure
+    failed = int(run.failure.split(":")[0].split()[1])
+    assert np.all(np.isfinite(run.wrenches[:failed])) and np.all(np.isnan(run.wrenches[failed:]))
+    assert len(run.states) == failed + 1
+    states, wrenches = run  # unpacks as the contract's (states, wrenches)
+    assert wrenches is run.wrenches
+    step = mujoco_step(task, run.states[-1], np.array([0.0, 0.0, 0.017]), quat, stiff, DEFAULTS)
+    assert step.failure is not None  # the same step again, alone: the same blow-up
+    assert np.all(np.isnan(step.wrench)) and np.all(np.isnan(step.state.pos))

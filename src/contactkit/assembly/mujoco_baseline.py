@@ -128,8 +128,9 @@ class MujocoStep:
     """One 10 ms step of the baseline.
 
     Attributes:
-        state: the tool's state at the end of the step. wrench: ``(6,)`` mean contact wrench over the sub-steps,
-            world, torque about the COM at the start of the step [N, N·m] (NaN if ``failure``).
+        state: the tool's state at the end of the step (NaN if ``failure``).
+        wrench: ``(6,)`` mean contact wrench over the sub-steps, world, torque about the COM at the start of the
+            step [N, N·m] (NaN if ``failure``).
         applied: ``(6,)`` mean coupling wrench, same frame. n_contacts: most contacts in one sub-step.
         seconds: wall time of the step [s]. failure: why MuJoCo's result cannot be trusted, or None.
     """
@@ -306,9 +307,11 @@ def mujoco_step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_qua
     start = time.perf_counter()
     _set_state(m, state)
     wrench, applied, most, failure = _step(m, task, setpoint_pos, setpoint_quat, gains, settings.n_substeps)
-    if failure is not None:
+    end = _get_state(m)
+    if failure is not None:  # MuJoCo reset its state: neither the state nor the wrench is a result
         wrench = np.full(6, np.nan)
-    return MujocoStep(_get_state(m), wrench, applied, most, time.perf_counter() - start, failure)
+        end = BodyState.from_array(np.full(13, np.nan))
+    return MujocoStep(end, wrench, applied, most, time.perf_counter() - start, failure)
 
 
 def mujoco_one_step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gains,
