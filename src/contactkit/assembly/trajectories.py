@@ -90,13 +90,12 @@ def min_jerk(waypoints: np.ndarray, times: np.ndarray, t: np.ndarray) -> np.ndar
 def colored_noise(rng: np.random.Generator, n: int, dims: int, sigma: float, dt: float) -> np.ndarray:
     """``(n, dims)`` noise starting at 0: white noise through two first-order low-pass filters of time constant
     :data:`NOISE_TIME_CONSTANT`, scaled so that the stationary standard deviation is ``sigma``."""
+    from scipy.signal import lfilter
+
     a = np.exp(-dt / NOISE_TIME_CONSTANT)
-    x = np.zeros((n, dims))
-    y = np.zeros((n, dims))
     eps = rng.standard_normal((n, dims))
-    for i in range(1, n):
-        x[i] = a * x[i - 1] + (1.0 - a) * eps[i]
-        y[i] = a * y[i - 1] + (1.0 - a) * x[i]
+    eps[0] = 0.0  # x_i = a x_{i-1} + (1 - a) eps_i from x_0 = 0, twice
+    y = lfilter([1.0 - a], [1.0, -a], lfilter([1.0 - a], [1.0, -a], eps, axis=0), axis=0)
     stationary = (1 - a) ** 2 * np.sqrt((1 + a * a) / (1 - a * a) ** 3)  # std of the doubly filtered unit noise
     return y * (sigma / stationary)
 
