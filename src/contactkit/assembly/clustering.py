@@ -21,7 +21,8 @@ to ``Mc`` clustered contacts by learned weights:
   steps ``x ← x − (d(x) − d̄) ∇d(x)`` on the static part's depth network (the engine's float64 kernel) onto the
   level set where the clustered distance puts it. This replaces
   the paper's geodesic surface average (its [30]) by a projection onto the surface the simulation itself sees;
-  without a network, or where Newton leaves the network's domain or does not converge, the patch point is kept.
+  where Newton does not converge it restarts from the nearest original contact; without a network the patch point
+  is kept.
 * clustered distance ``d̄_j = Σ_i W_i^j d_i`` (the W-weighted depth of the original contacts), not the depth at the
   averaged point: that point is off the surface by the sag before the projection, and the weighted depth is exact
   when the nodes it averages share one gap.
@@ -405,37 +406,54 @@ def _depth_set(task: AssemblyTask):
     return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0, 0, 0]), task.friction)], task.nodes)
 
 
-def onto_contact_patch(x: np.ndarray, pts: np.ndarray, nrm: np.ndarray) -> np.ndarray:
+def onto_contact_patch(x: np.ndarray, pts: np.ndarray, nrm: np.ndarray, reach: np.ndarray) -> np.ndarray:
     """Rows of ``x (M, 3)`` put on the tool's contact patch: orthogonally onto the tangent plane of the nearest
-    original contact (``pts, nrm (N, 3)``), :data:`PATCH_STEPS` times (a point off a bore's contact arc lands on
-    the wall at the arc's middle, the closest point of the patch)."""
+    original contact ``k`` (``pts, nrm (N, 3)``), kept within ``reach[k]`` [m] of it (``reach (N,)``: the distance
+    to its nearest other contact, where that plane stands for the surface), :data:`PATCH_STEPS` times. A point off
+    a bore's contact arc lands on the wall at the arc's middle; one near a nut's axis (contacts all round the
+    thread) lands next to the nearest contact (within the node spacing: 2–5 mm on the M48 nut, so up to 0.9 mm off
+    its helical flank; the depth-network step corrects that)."""
     y = np.array(x, dtype=np.float64)
     for _ in range(PATCH_STEPS):
         k = np.argmin(np.sum(y**2, axis=1)[:, None] - 2 * y @ pts.T + np.sum(pts**2, axis=1)[None, :], axis=1)
-        y = y - np.sum((y - pts[k]) * nrm[k], axis=1, keepdims=True) * nrm[k]
+        off = y - pts[k]
+        off -= np.sum(off * nrm[k], axis=1, keepdims=True) * nrm[k]
+        length = np.linalg.norm(off, axis=1, keepdims=True)
+        y = pts[k] + off * np.minimum(1.0, reach[k, None] / np.maximum(length, 1e-300))
     return y
 
 
 def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, pts: np.ndarray, nrm: np.ndarray,
-                       mode: SurfaceProjection) -> np.ndarray:
+                       reach: np.ndarray, mode: SurfaceProjection) -> np.ndarray:
     """Averaged points ``x (M, 3)`` (world) moved onto the surface (module docstring, :class:`SurfaceProjection`).
 
     First onto the tool's contact patch (:func:`onto_contact_patch`), then
     (``DEPTH_NET``) Newton steps ``y ← y − (d(y) − d̄) ∇d(y)`` on the static part's depth network until
     ``|d − d̄| <`` :data:`PROJECTION_TOL`; a point that leaves the network's domain or does not converge in
-    :data:`PROJECTION_STEPS` keeps its tangent-plane position.
+    :data:`PROJECTION_STEPS` starts again from its nearest original contact (which lies in the network's band),
+    and keeps its patch position only if that fails too.
 
     Args:
         dist: ``(M,)`` the clustered distances [m] (the level set to reach); pts, nrm: ``(N, 3)`` original points
-            and normals.
+            and normals; reach: ``(N,)`` [m] distance of each contact to its nearest other (:func:`onto_contact_patch`).
     """
-    plane = onto_contact_patch(x, pts, nrm)
+    plane = onto_contact_patch(x, pts, nrm, reach)
     if mode is not SurfaceProjection.DEPTH_NET or task.depth_net is None:
         return plane
+    ds = _depth_set(task)
+    y, ok = _newton(ds, plane, dist)
+    if not ok.all():  # restart from the nearest original contact (inside the network's band by construction)
+        k = np.argmin(np.sum(plane**2, axis=1)[:, None] - 2 * plane @ pts.T + np.sum(pts**2, axis=1)[None, :], axis=1)
+        y2, ok2 = _newton(ds, pts[k], dist)
+        y = np.where(ok[:, None], y, np.where(ok2[:, None], y2, plane))
+    return y
+
+
+def _newton(ds, start: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Newton steps on the depth network from ``start (M, 3)`` to the level sets ``dist (M,)``; ``(points, ok)``."""
     from contactkit.engine._kernels_depthnet import depth_at
 
-    ds = _depth_set(task)
-    y = np.ascontiguousarray(plane)
+    y = np.ascontiguousarray(start, dtype=np.float64)
     d, g = np.empty(len(y)), np.empty((len(y), 3))
     for _ in range(PROJECTION_STEPS):
         depth_at(ds, 0, y, d, g)
@@ -444,8 +462,7 @@ def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, pts:
             break
         y = np.ascontiguousarray(y - np.where(np.isfinite(err), err, 0.0)[:, None] * g)
     depth_at(ds, 0, y, d, g)
-    ok = np.isfinite(d) & (np.abs(d - dist) < PROJECTION_TOL)
-    return np.where(ok[:, None], y, plane)
+    return y, np.isfinite(d) & (np.abs(d - dist) < PROJECTION_TOL)
 
 
 @dataclass(frozen=True, eq=False)
@@ -483,6 +500,7 @@ class LearnedClustering:
         length = np.linalg.norm(n_r, axis=1, keepdims=True)
         n_r = np.where(length > NORMAL_CANCEL_TOL, n_r / np.maximum(length, NORMAL_CANCEL_TOL),
                        nrm[np.argmax(w, axis=1)])
-        x = project_to_surface(task, w @ pts, dist, pts, nrm, self.projection)
+        reach = np.linalg.norm(pts[nbr[:, 0]] - pts, axis=1) if nbr.shape[1] else np.zeros(n)
+        x = project_to_surface(task, w @ pts, dist, pts, nrm, reach, self.projection)
         angles = normal_angles(self.net, node_inputs(task, x, state, applied_wrench), n_r)
         return Contacts(x, rotate_normals(n_r, angles), dist, np.full(len(x), mu))
