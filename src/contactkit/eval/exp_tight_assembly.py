@@ -309,9 +309,27 @@ def _rollout(p: Pipeline, episode, n: int, clustering, config, cspace, every: in
                                  for s in steps])}
 
 
-def complete(p: Pipeline, config: TightAssemblyConfig) -> tuple[dict, dict]:
+def mujoco_complete(p: Pipeline, episode, n: int) -> tuple[dict, np.ndarray]:
+    """MuJoCo (default settings) from a test trajectory's start under its first ``n`` setpoints (Fig. 12): force
+    RMSE against the reference, its failure if any, and the wrenches."""
+    from contactkit.assembly import mujoco_baseline as mjb
+    from contactkit.state import BodyState
+
+    initial = BodyState(episode.pos[0], episode.quat[0], episode.lin_vel[0], episode.ang_vel[0])
+    try:
+        run = mjb.mujoco_simulate(p.task, initial, episode.action[:n, :3], p.setpoint_quat(episode.action[:n]),
+                                  p.gains, mjb.DEFAULTS)
+    except Exception as exc:  # CoACD or MuJoCo's compiler: the baseline could not be built
+        return {"mujoco_complete_sim_force_rmse_N": math.nan,
+                "mujoco_complete_sim_failure": f"{type(exc).__name__}: {str(exc)[:300]}"}, np.full((n, 6), np.nan)
+    return {"mujoco_complete_sim_force_rmse_N": force_rmse(run.wrenches, episode.wrench[:n])[0],
+            "mujoco_complete_sim_failure": run.failure}, run.wrenches
+
+
+def complete(p: Pipeline, config: TightAssemblyConfig, mujoco: bool = False) -> tuple[dict, dict]:
     """(b, c) Complete simulations of the first test trajectories under their recorded setpoints: ours with and
-    without the C-space model, and K-means/PGS; force RMSE, penetration (Fig. 8, 10) and stage times (Fig. 11)."""
+    without the C-space model, and K-means/PGS; force RMSE, penetration (Fig. 8, 10) and stage times (Fig. 11);
+    with ``mujoco``, MuJoCo at its defaults on the first trajectory (Fig. 12)."""
     from contactkit.assembly.simulator import STAGES
 
     nc, pgs = _configs()
@@ -338,6 +356,9 @@ def complete(p: Pipeline, config: TightAssemblyConfig) -> tuple[dict, dict]:
            "ms_per_stage": {s: float(v) for s, v in zip(STAGES, stages.mean(axis=0), strict=True)},
            "complete_sim_steps": len(ref), "complete_sim_trajectories": len(refs)}
     traces = {"reference": refs[0], **{k: {f: v[0][f] for f in ("wrench", "pen")} for k, v in runs.items()}}
+    if mujoco:
+        numbers, traces["mujoco_default"] = mujoco_complete(p, p.test[0], len(refs[0]))
+        out.update(numbers)
     return out, traces
 
 
@@ -484,7 +505,7 @@ def _task_entry(name: str, config: TightAssemblyConfig, rng, progress, missing, 
                                                                               "no task") + " in this budget"
     progress(f"{name}: one-step RMSE ours {entry['ours_force_rmse_N']:.3g} N, K-means/PGS "
              f"{entry['kmeans_pgs_force_rmse_N']:.3g} N, MuJoCo {entry.get('mujoco_force_rmse_N')}")
-    numbers, traces[(name, "complete")] = complete(p, config)
+    numbers, traces[(name, "complete")] = complete(p, config, "default" in mujoco)
     entry.update(numbers, fit=p.fit, seconds=time.perf_counter() - start,
                  train_rows=sum(e.n_steps for e in p.train), test_rows=sum(e.n_steps for e in p.test))
     progress(f"{name}: complete RMSE {entry['complete_sim_force_rmse_N']:.3g} N, {entry['ms_per_step']:.3g} ms/step")

@@ -65,6 +65,14 @@ def markdown_table(result: dict, paper: dict) -> str:
                      f"{_num(e.get('complete_sim_force_rmse_N'))} ({pp.get('complete_sim_force_rmse_N')}) | "
                      f"{pen[0]} | {pen[1]} | {_num(e.get('ms_per_step'))} ({pp.get('ms_per_step')}) |")
     lines += ["", "In parentheses: the paper's figures (§V-C, §V-D). RMSE of the 3-D contact force over test rows."]
+    for name, e in result["tasks"].items():
+        if "mujoco_complete_sim_force_rmse_N" in e:
+            why = e.get("mujoco_complete_sim_failure")
+            lines.append(f"MuJoCo complete simulation, {name}: {_num(e['mujoco_complete_sim_force_rmse_N'])} N"
+                         + (f" (failed: {why})" if why else "") + ".")
+        for key in ("mujoco_force_rmse_N_failure", "mujoco_fastest_force_rmse_N_failure"):
+            if e.get(key):
+                lines.append(f"{key.split('_force')[0]}, {name}: {e[key]}.")
     gen = result.get("generalization") or []
     if gen:
         lines += ["", "| pair | D [mm] | p [mm] | ours [N] | K-means/PGS [N] |", "|---|---:|---:|---:|---:|"]
@@ -131,6 +139,8 @@ def _fig10(ax, tr) -> None:
     ax.plot(t, _norm(tr["reference"]), color="k", label="reference")
     for key in ("kmeans_pgs", "ours"):
         ax.plot(t, _norm(tr[key]["wrench"]), color=COLORS[key], label=LABELS[key], lw=1)
+    if "mujoco_default" in tr:
+        ax.plot(t, _norm(tr["mujoco_default"]), color=COLORS["mujoco_default"], label=LABELS["mujoco_default"], lw=1)
     ax.set_xlabel("time [s]")
 
 
@@ -194,7 +204,7 @@ def plot_tight_assembly(result: dict, traces: dict, folder: Path) -> list[str]:
                      folder / "fig8_penetration.png"),
            _per_task(traces, "one_step", _fig9, "one-step contact force (Fig. 9)", "|f| [N]",
                      folder / "fig9_one_step_force.png"),
-           _per_task(traces, "complete", _fig10, "complete simulation (Fig. 10)", "|f| [N]",
+           _per_task(traces, "complete", _fig10, "complete simulation (Figs. 10, 12)", "|f| [N]",
                      folder / "fig10_complete_force.png"),
            _fig11(result, folder / "fig11_stage_times.png"), _fig14(result, folder / "fig14_generalization.png"),
            _fig19(traces, folder / "fig19_robustness.png")]
