@@ -119,3 +119,24 @@ def test_simulate_runs_every_setpoint(peg):
                    IdentityClustering(), SimConfig(), progress=lambda i, n: calls.append((i, n)))
     assert len(out) == t and calls == [(1, t), (2, t), (3, t)]
     assert np.isnan(out[0].cspace_h) and not out[0].cspace_active
+
+
+def test_radial_broad_phase_skips_only_nodes_that_cannot_touch():
+    from contactkit.assembly.simulator import _detector, _world_nodes
+    from contactkit.assembly.task import bolting_task
+    from contactkit.engine._kernels_depthnet import evaluate
+    from contactkit.geometry.fasteners import screw_pose
+    from contactkit.geometry.signed_distance import signed_distance
+
+    nut = bolting_task()
+    pos, quat = screw_pose(nut.pitch, 25.0)
+    state = BodyState(pos=pos + [1e-4, 0.0, -5e-5], quat=quat, lin_vel=np.zeros(3), ang_vel=np.zeros(3))
+    margin = 1e-4
+    found = detect_nodes(nut, state, margin)
+    world = np.ascontiguousarray(_world_nodes(nut, state))
+    depth, grad = np.empty(len(world)), np.empty((len(world), 3))
+    evaluate(_detector(nut).ds, 0, world, depth, grad, margin)  # every node, no broad phase
+    everything = np.flatnonzero(depth < margin)
+    skipped = np.setdiff1d(everything, found.node_index)
+    assert len(found.depth) > 100 and np.all(np.isin(found.node_index, everything))
+    assert np.all(signed_distance(nut.static, world[skipped]) >= margin)

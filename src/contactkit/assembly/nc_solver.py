@@ -37,10 +37,14 @@ from contactkit.engine.reference.body import com_position, rotation, wrench_from
 from contactkit.errors import InvalidInputError
 from contactkit.state import BodyState
 
-DEFAULT_TOL = 1e-9
-"""[m/s] default bound on every constraint residual (1 nm of motion per ms)."""
+DEFAULT_TOL = 1e-5
+"""[m/s] default bound on every constraint residual (0.1 µm per 10 ms step). Measured on clustered contacts
+(K-means, 12): the M48 nut turning under a 10 N push needs a median 428 sweeps for 1e-5 (contact force within
+0.01 N of the 1e-11 solution, of 8 N), 110 for 1e-4 (0.07 N), 505 for 1e-6; a peg pressed sideways into the bore
+meets 1e-5 in 8 sweeps but its GS iterates then drift for ~9300 sweeps to another solution 0.1 N away (the
+jammed, redundant frictional contact is not unique)."""
 DEFAULT_MAX_ITERATIONS = 200
-"""Default cap on sweeps; reaching it is reported as ``ITERATION_LIMIT``."""
+"""Default cap on sweeps (about 7 µs each for 12 contacts); reaching it is reported as ``ITERATION_LIMIT``."""
 DEFAULT_RELAXATION = 1.0
 """Default relaxation ``α`` of Algorithm 1 lines 5 and 13 (1: plain block Gauss-Seidel)."""
 

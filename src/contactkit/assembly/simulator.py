@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+from numba import njit
 
 from contactkit.assembly.coupling import (
     CouplingGains,
@@ -45,7 +46,8 @@ from contactkit.assembly.nc_solver import (
 from contactkit.assembly.task import SIM_DT, AssemblyTask
 from contactkit.collision import Contacts
 from contactkit.depth import NodeContacts
-from contactkit.engine._kernels_depthnet import evaluate
+from contactkit.depth.coordinates import Coordinates
+from contactkit.engine._kernels_depthnet import CHUNK, MIN_GRADIENT, evaluate
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.params import Integrator
 from contactkit.engine.reference import SolveStatus, advance_pose
@@ -153,20 +155,49 @@ class SimStep:
     contacts: Contacts | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class _Detector:
+    """The task's depth network as the engine's kernel arrays, and the radial broad phase of an axisymmetric net."""
+
+    ds: object
+    origin: np.ndarray  # (3,) a point of the net's axis, world [m]
+    axis: np.ndarray  # (3,) unit axis; zero for a cartesian net (no radial broad phase)
+    radius: float  # [m] largest distance of a static vertex from the axis
+
+
 @lru_cache(maxsize=16)
-def _depth_set(task: AssemblyTask):
-    if task.depth_net is None:
+def _detector(task: AssemblyTask) -> _Detector:
+    net = task.depth_net
+    if net is None:
         raise InvalidInputError(f"task {task.name!r} has no depth network: the simulator detects with it")
-    return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), task.friction)],
-                            task.nodes)
+    ds = placed_depth_set([(net, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), task.friction)], task.nodes)
+    if net.coordinates is Coordinates.CARTESIAN:
+        return _Detector(ds, np.zeros(3), np.zeros(3), np.inf)
+    origin, axis = np.asarray(net.origin, np.float64), np.asarray(net.axis, np.float64)
+    rel = np.asarray(task.static.vertices, np.float64) - origin
+    radius = float(np.linalg.norm(rel - np.outer(rel @ axis, axis), axis=1).max())
+    return _Detector(ds, origin, axis, radius)
 
 
 def _world_nodes(task: AssemblyTask, state: BodyState) -> np.ndarray:
     return task.nodes @ quat_to_mat(np.asarray(state.quat, np.float64)).T + np.asarray(state.pos, np.float64)
 
 
+@njit(cache=True)
+def _evaluate_chunks(ds, pts, depth, grad, margin):
+    """The engine's depth kernel over ``pts (M, 3)`` in chunks of :data:`CHUNK` nodes: the hidden layers of a chunk
+    stay in the cache (measured on the 4,148 nut nodes: 3.0 ms in chunks of 128, 6.1 ms all at once)."""
+    for c in range(0, pts.shape[0], CHUNK):
+        e = min(pts.shape[0], c + CHUNK)
+        evaluate(ds, 0, pts[c:e], depth[c:e], grad[c:e], margin)
+
+
 def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeContacts:
     """Node contacts of the tool against the static part's depth network (§III-A), numba kernel.
+
+    Broad phase: the network's domain box, and for an axisymmetric network (cylindrical, helical) the static
+    part's radius about its axis: a node at radius ``r`` is at least ``r - R`` from the part (exact), so nodes with
+    ``r - R ≥ margin`` are skipped (half of the M48 nut's nodes, its thread roots, when it is centred).
 
     Args:
         task: the task (its depth network, static part at the world origin). state: the tool's pose.
@@ -175,16 +206,20 @@ def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeCon
     Returns:
         :class:`contactkit.depth.NodeContacts` (world frame, normals out of the static part, increasing index).
     """
-    ds = _depth_set(task)
+    det = _detector(task)
+    ds = det.ds
     world = _world_nodes(task, state)
-    inside = np.all((world >= ds.box_lo[0]) & (world <= ds.box_hi[0]), axis=1)
-    cand = np.flatnonzero(inside)
+    keep = np.all((world >= ds.box_lo[0]) & (world <= ds.box_hi[0]), axis=1)
+    if np.isfinite(det.radius):
+        rel = world - det.origin
+        radial = rel - np.outer(rel @ det.axis, det.axis)
+        keep &= np.einsum("ij,ij->i", radial, radial) < (det.radius + margin) ** 2
+    cand = np.flatnonzero(keep)
     pts = np.ascontiguousarray(world[cand])
     depth, grad = np.empty(len(cand)), np.empty((len(cand), 3))
-    if len(cand):
-        evaluate(ds, 0, pts, depth, grad, float(margin))
+    _evaluate_chunks(ds, pts, depth, grad, float(margin))
     norm = np.linalg.norm(grad, axis=1)
-    hit = (depth < margin) & (norm > 1e-12)
+    hit = (depth < margin) & (norm > MIN_GRADIENT)
     return NodeContacts(cand[hit].astype(np.int64), pts[hit], grad[hit] / norm[hit, None], depth[hit])
 
 
