@@ -152,3 +152,19 @@ def test_bad_inputs_are_refused(peg):
     tiny = CSpaceData(np.zeros((2, 6)), np.array([True, False]), np.zeros(2))
     with pytest.raises(InvalidInputError, match="at least"):
         train_cspace(peg, tiny, TrainSettings(steps=1), torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("which", ["peg", "nut"])
+def test_labels_with_the_depth_net_shortcut_equal_exact_labels_at_every_node(peg, nut, which):
+    import dataclasses
+
+    from contactkit.assembly.cspace_sampling import COLLISION_TOL
+
+    task = peg if which == "peg" else nut
+    pos, quat = sample_poses(task, 24, np.random.default_rng(8))
+    fast = label_poses(task, pos, quat)
+    every = label_poses(dataclasses.replace(task, depth_net=None), pos, quat)
+    assert np.array_equal(fast > COLLISION_TOL, every > COLLISION_TOL)
+    assert 0 < np.sum(every > COLLISION_TOL) < len(every)
+    assert np.all(fast <= every + 1e-15)
+    assert np.array_equal(fast[every <= COLLISION_TOL], every[every <= COLLISION_TOL])

@@ -192,12 +192,37 @@ def _evaluate_chunks(ds, pts, depth, grad, margin):
         evaluate(ds, 0, pts[c:e], depth[c:e], grad[c:e], margin)
 
 
-def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeContacts:
-    """Node contacts of the tool against the static part's depth network (§III-A), numba kernel.
+def learned_depth(task: AssemblyTask, points: np.ndarray, below: float) -> tuple[np.ndarray, np.ndarray]:
+    """Learned signed distance ``(M,)`` [m] and unit normals ``(M, 3)`` (world, out of the static part) of world
+    ``points (M, 3)``, exact where ``d < below``; ``inf`` (and zero normal) for points the broad phase proves to
+    be at least ``below`` away or that lie outside the network's domain.
 
     Broad phase: the network's domain box, and for an axisymmetric network (cylindrical, helical) the static
-    part's radius about its axis: a node at radius ``r`` is at least ``r - R`` from the part (exact), so nodes with
-    ``r - R ≥ margin`` are skipped (half of the M48 nut's nodes, its thread roots, when it is centred).
+    part's radius ``R`` about its axis: a point at radius ``r`` is at least ``r - R`` from the part (exact), so
+    points with ``r - R ≥ below`` are skipped (half of the M48 nut's nodes, its thread roots, when it is centred).
+    """
+    det = _detector(task)
+    ds = det.ds
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    keep = np.all((points >= ds.box_lo[0]) & (points <= ds.box_hi[0]), axis=1)
+    if np.isfinite(det.radius) and np.isfinite(below):
+        rel = points - det.origin
+        radial = rel - np.outer(rel @ det.axis, det.axis)
+        keep &= np.einsum("ij,ij->i", radial, radial) < (det.radius + max(below, 0.0)) ** 2
+    cand = np.flatnonzero(keep)
+    sub, grad = np.empty(len(cand)), np.empty((len(cand), 3))
+    _evaluate_chunks(ds, np.ascontiguousarray(points[cand]), sub, grad, float(below))
+    norm = np.linalg.norm(grad, axis=1)
+    depth, normals = np.full(len(points), np.inf), np.zeros((len(points), 3))
+    ok = norm > MIN_GRADIENT
+    depth[cand] = np.where(ok | (sub > below), sub, np.inf)
+    normals[cand[ok]] = grad[ok] / norm[ok, None]
+    return depth, normals
+
+
+def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeContacts:
+    """Node contacts of the tool against the static part's depth network (§III-A), numba kernel
+    (:func:`learned_depth`, with its broad phase).
 
     Args:
         task: the task (its depth network, static part at the world origin). state: the tool's pose.
@@ -206,21 +231,10 @@ def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeCon
     Returns:
         :class:`contactkit.depth.NodeContacts` (world frame, normals out of the static part, increasing index).
     """
-    det = _detector(task)
-    ds = det.ds
     world = _world_nodes(task, state)
-    keep = np.all((world >= ds.box_lo[0]) & (world <= ds.box_hi[0]), axis=1)
-    if np.isfinite(det.radius):
-        rel = world - det.origin
-        radial = rel - np.outer(rel @ det.axis, det.axis)
-        keep &= np.einsum("ij,ij->i", radial, radial) < (det.radius + margin) ** 2
-    cand = np.flatnonzero(keep)
-    pts = np.ascontiguousarray(world[cand])
-    depth, grad = np.empty(len(cand)), np.empty((len(cand), 3))
-    _evaluate_chunks(ds, pts, depth, grad, float(margin))
-    norm = np.linalg.norm(grad, axis=1)
-    hit = (depth < margin) & (norm > MIN_GRADIENT)
-    return NodeContacts(cand[hit].astype(np.int64), pts[hit], grad[hit] / norm[hit, None], depth[hit])
+    depth, normals = learned_depth(task, world, margin)
+    hit = np.flatnonzero(depth < margin)
+    return NodeContacts(hit.astype(np.int64), world[hit], normals[hit], depth[hit])
 
 
 def node_penetration(task: AssemblyTask, state: BodyState, *, exact: bool = True) -> float:
