@@ -168,3 +168,24 @@ def test_labels_with_the_depth_net_shortcut_equal_exact_labels_at_every_node(peg
     assert 0 < np.sum(every > COLLISION_TOL) < len(every)
     assert np.all(fast <= every + 1e-15)
     assert np.array_equal(fast[every <= COLLISION_TOL], every[every <= COLLISION_TOL])
+
+
+def test_numba_sqp_equals_the_python_sqp_on_a_trained_surface(peg):
+    from contactkit.assembly.cspace_point import cspace_row, model_row
+    from contactkit.state import BodyState
+
+    model = _random_model(default_features(peg), np.random.default_rng(9), peg)
+    zero = np.zeros(3)
+    rows = 0
+    for pos, quat in zip(*sample_poses(peg, 12, np.random.default_rng(10)), strict=True):
+        state = BodyState(pos, quat, zero, zero)
+        row, h = model_row(model, peg.body, state, activation=1.0)
+        probe = surface_function(model, logit=True)
+        q = configurations(peg, pos[None], quat[None])[0]
+        scale = 1.0 / np.linalg.norm(probe.gradient(q))
+        assert abs(h - evaluate(model, q[None])[0][0]) < 1e-12
+        ref = cspace_row(peg.body, state, surface_function(model, logit=True, scale=scale))
+        assert row.sqp_iterations == ref.sqp_iterations and row.converged == ref.converged
+        assert np.abs(row.direction - ref.direction).max() < 1e-9 and abs(row.h - ref.h) < 1e-12
+        rows += row.converged
+    assert rows >= 6

@@ -199,3 +199,76 @@ def cspace_row(body: RigidBody, state: BodyState, surface: SurfaceFunction, *, t
     if norm == 0.0:
         raise InvalidInputError("surface gradient vanishes: the C-space normal is undefined")
     return CSpaceConstraint(direction / norm, h0, V, it, bool(abs(h) <= tol))
+
+
+@njit(cache=True)
+def _sqp(args_kind, pitch, hand, height, com, lo, hi, w0, b0, w1, b1, w2, b2, q, G, m_inv, scale, tol,
+         max_iterations, V, direction):
+    """The damped SQP of :func:`cspace_row` on ``scale · logit`` (numba; arguments of :func:`point_surface`, then
+    ``q (6,)``, ``G (6, 6)``, ``m_inv (6, 6)``). Writes ``V (6,)`` and the unit ``direction (6,)``; returns
+    ``(iterations, |h| at the end)``, iterations ``-1`` where the gradient vanishes."""
+    grad, a, ma, trial, qt = np.empty(6), np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    h = scale * point_surface(args_kind, pitch, hand, height, com, lo, hi, w0, b0, w1, b1, w2, b2, q, True, grad)
+    grad *= scale
+    V[:] = 0.0
+    beta, it = 1.0, 0
+    while abs(h) > tol and it < max_iterations:
+        _matvec(G, grad, a, True)
+        _matvec(m_inv, a, ma, False)
+        denom, a_v = 0.0, 0.0
+        for c in range(6):
+            denom += a[c] * ma[c]
+            a_v += a[c] * V[c]
+        if not denom > 0.0:
+            return -1, abs(h)
+        for c in range(6):
+            trial[c] = V[c] + beta * (ma[c] * (a_v - h) / denom - V[c])
+        _matvec(G, trial, qt, False)
+        qt += q
+        h_new = scale * point_surface(args_kind, pitch, hand, height, com, lo, hi, w0, b0, w1, b1, w2, b2, qt, True,
+                                      grad)
+        grad *= scale
+        if abs(h_new) >= abs(h) and beta > MIN_RELAXATION:
+            beta *= 0.5
+        V[:] = trial
+        h, it = h_new, it + 1
+    _matvec(G, grad, direction, True)
+    norm = math.sqrt(np.sum(direction * direction))
+    if norm == 0.0:
+        return -1, abs(h)
+    direction /= norm
+    return it, abs(h)
+
+
+def model_arguments(model) -> tuple:
+    """The leading arguments of :func:`point_surface` for a :class:`~contactkit.assembly.cspace.CSpaceModel`."""
+    from contactkit.assembly.cspace import CSpaceFeatures
+
+    spec = model.spec
+    code = {CSpaceFeatures.CONFIGURATION: KIND_CONFIGURATION, CSpaceFeatures.PEG_AXIS: KIND_PEG_AXIS,
+            CSpaceFeatures.SCREW: KIND_SCREW}[spec.kind]
+    return (code, float(spec.pitch), float(spec.handedness), float(spec.axis_height),
+            np.asarray(spec.com_body, np.float64), np.ascontiguousarray(model.lo, np.float64),
+            np.ascontiguousarray(model.hi, np.float64),
+            *(np.ascontiguousarray(w, dtype=np.float64) for w in model.weights))
+
+
+def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0, *, tol: float = SQP_TOL,
+              max_iterations: int = SQP_MAX_ITERATIONS) -> tuple[CSpaceConstraint | None, float]:
+    """``(C-space row or None, h(q) = 2σ - 1)`` of a learned model at ``state``: the row (§IV-B, damped SQP of
+    :func:`cspace_row`, in numba) where ``h(q) ≤ activation``. The SQP runs on the logit divided by its gradient
+    norm at ``q`` (same zero set and normal; a first-order distance in ``q`` units, so ``tol`` is [m] or [rad])."""
+    args = model_arguments(model)
+    q = configuration(body, state)
+    grad = np.empty(6)
+    z = point_surface(*args, q, True, grad)
+    h = math.tanh(0.5 * z)
+    if h > activation:
+        return None, h
+    G = velocity_to_rate(q)
+    V, direction = np.empty(6), np.empty(6)
+    scale = 1.0 / max(float(np.linalg.norm(grad)), 1e-300)
+    it, last = _sqp(*args, q, G, inverse_mass_matrix(body), scale, tol, int(max_iterations), V, direction)
+    if it < 0:
+        raise InvalidInputError("surface gradient vanishes: the C-space normal is undefined")
+    return CSpaceConstraint(direction, scale * z, V, int(it), bool(last <= tol)), h

@@ -35,7 +35,7 @@ from contactkit.assembly.coupling import (
     coupled_free_velocity,
     coupled_inverse_mass,
 )
-from contactkit.assembly.cspace_point import cspace_row
+from contactkit.assembly.cspace_point import cspace_row, model_row
 from contactkit.assembly.nc_solver import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_RELAXATION,
@@ -257,25 +257,18 @@ def _cspace_row(task: AssemblyTask, state: BodyState, cspace,
     """``(the C-space row or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``.
 
     ``cspace`` is any :class:`SurfaceFunction` (an analytic ``h``) or a
-    :class:`~contactkit.assembly.cspace.CSpaceModel`, whose SQP (:func:`contactkit.assembly.cspace_point.
-    cspace_row`) runs on its logit divided by the logit's gradient norm at ``q`` (same zero set and normal; a
-    first-order distance in ``q`` units, so that the SQP tolerance means the same for any network).
+    :class:`~contactkit.assembly.cspace.CSpaceModel` (:func:`contactkit.assembly.cspace_point.model_row`: the same
+    damped SQP in numba, on the logit normalised by its gradient norm at ``q``).
     """
     if cspace is None:
         return None, float("nan")
+    if not isinstance(cspace, SurfaceFunction):
+        return model_row(cspace, task.body, state, activation)
     q = configuration(task.body, state)
-    if isinstance(cspace, SurfaceFunction):
-        surface, h = cspace, float(cspace.value(q))
-    else:
-        from contactkit.assembly.cspace import surface_function
-
-        probe = surface_function(cspace, logit=True)
-        z, grad = probe.value(q), probe.gradient(q)
-        h = float(np.tanh(0.5 * z))  # 2σ(z) - 1
-        surface = surface_function(cspace, logit=True, scale=1.0 / max(float(np.linalg.norm(grad)), 1e-300))
+    h = float(cspace.value(q))
     if h > activation:
         return None, h
-    return cspace_row(task.body, state, surface), h
+    return cspace_row(task.body, state, cspace), h
 
 
 def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gains: CouplingGains,
