@@ -17,14 +17,17 @@ from contactkit.errors import ContactkitError, InvalidInputError
 @app.command()
 def collect(
     out: Annotated[Path, typer.Option(help="output HDF5 file (resumed if it exists with the same settings)")],
-    task: Annotated[str, typer.Option(help="peg-in-hole | random-scene")] = "peg-in-hole",
+    task: Annotated[str, typer.Option(
+        help="peg-in-hole | random-scene | tight-peg-in-hole | bolting (the tight-tolerance paper's parts)")
+    ] = "peg-in-hole",
     shape: Annotated[
         str, typer.Option(help="peg shape: triangle, square, pentagon, hexagon, circle")
     ] = "hexagon",
     clearance: Annotated[float, typer.Option(help="radial clearance [m]")] = 1e-3,
     slot_shape: Annotated[str | None, typer.Option(help="slot shape if not the peg's")] = None,
     policy: Annotated[
-        str, typer.Option(help="random-spline | spiral | circle-slow | circle-fast")
+        str, typer.Option(help="random-spline | spiral | circle-slow | circle-fast | tight-spline (small "
+                          "amplitudes for a tight fit) | screw (bolting: turn the nut along the thread)")
     ] = "random-spline",
     episodes: int = 20,
     steps: int = 400,
@@ -33,10 +36,13 @@ def collect(
     backend: Annotated[
         str, typer.Option(help="simulator: mujoco (the reference) | engine (contactkit's rigid contact engine)")
     ] = "mujoco",
+    diameter: Annotated[float | None, typer.Option(help="bolting: bolt diameter [m] of a Table II pair")] = None,
+    pitch: Annotated[float | None, typer.Option(help="bolting: thread pitch [m] of a Table II pair")] = None,
 ) -> None:
     """Collect trajectories (state, action, F/T) into an HDF5 dataset."""
     from contactkit.data.collect import CollectSpec
     from contactkit.data.collect import collect as run_collect
+    from contactkit.geometry.decompose import DEFAULT_CACHE_DIR
     from contactkit.physics import load_world
 
     try:
@@ -52,6 +58,9 @@ def collect(
             seed=seed,
             world=load_world(world),
             backend=backend,
+            diameter=diameter,
+            pitch=pitch,
+            coacd_cache=str(DEFAULT_CACHE_DIR.expanduser()),
         )
         bar = progress()
         job = bar.add_task(f"collect {task}/{policy}", total=episodes)

@@ -26,8 +26,13 @@ from contactkit.scene import Scene
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.scenes import peg_in_hole, random_training_scene
 
-TASKS = ("peg-in-hole", "random-scene")
+TASKS = ("peg-in-hole", "random-scene", "tight-peg-in-hole", "bolting")
 BACKENDS = ("mujoco", "engine")
+TIGHT_TASKS = ("tight-peg-in-hole", "bolting")
+"""The data-driven simulation paper's parts (:mod:`contactkit.tasks.assembly_scenes`): one scene for all episodes,
+started engaged, so no random start offset or tilt by default (a 4 mm offset would put the peg in the wall)."""
+DEFAULT_START = {"start_xy": 0.004, "start_tilt": 0.02}
+"""Random start of the other tasks: half-range of the xy offset [m], std of the tilt [rad]."""
 
 
 @dataclass(frozen=True)
@@ -35,16 +40,20 @@ class CollectSpec:
     """What to collect.
 
     Attributes:
-        task: ``"peg-in-hole"`` (one scene for all episodes) or ``"random-scene"`` (a new paper-0
-            training scene per episode).
+        task: ``"peg-in-hole"`` (one scene for all episodes), ``"random-scene"`` (a new paper-0
+            training scene per episode), ``"tight-peg-in-hole"`` or ``"bolting"`` (the data-driven simulation
+            paper's parts, :data:`TIGHT_TASKS`).
         shape, clearance, slot_shape: peg-in-hole geometry (shape names, radial clearance [m]).
         policy: policy name (:class:`~contactkit.control.policies.PolicyName`).
         episodes: number of episodes; steps: control steps per episode.
         seed: base seed (≥ 0).
         world: physics parameters.
         backend: simulator name.
-        start_xy: half-range of the uniform random xy offset of the start pose [m].
-        start_tilt: std of the random start tilt about x and y [rad].
+        start_xy: half-range of the uniform random xy offset of the start pose [m]; None: the task's default
+            (:data:`DEFAULT_START`, 0 for :data:`TIGHT_TASKS`).
+        start_tilt: std of the random start tilt about x and y [rad]; None: as ``start_xy``.
+        diameter, pitch: the bolting pair [m] (None: M48×5; else a Table II pair).
+        coacd_cache: folder of CoACD's disk cache for the nut's (and a MuJoCo bolt's) convex pieces; None: none.
     """
 
     task: str = "peg-in-hole"
@@ -57,10 +66,16 @@ class CollectSpec:
     seed: int = 0
     world: WorldParams = field(default_factory=WorldParams)
     backend: str = "mujoco"
-    start_xy: float = 0.004
-    start_tilt: float = 0.02
+    start_xy: float | None = None
+    start_tilt: float | None = None
+    diameter: float | None = None
+    pitch: float | None = None
+    coacd_cache: str | None = None
 
     def __post_init__(self):
+        for name, default in DEFAULT_START.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, 0.0 if self.task in TIGHT_TASKS else default)
         if self.task not in TASKS:
             raise InvalidInputError(f"unknown task {self.task!r}; valid: {list(TASKS)}")
         if self.backend not in BACKENDS:
@@ -72,7 +87,15 @@ class CollectSpec:
         make_policy(self.policy, self.steps)  # validates the name
 
     def scene(self, rng: np.random.Generator | None = None) -> Scene:
-        """The episode's scene: fixed for peg-in-hole, drawn from ``rng`` for random scenes."""
+        """The episode's scene: fixed for peg-in-hole and the tight tasks, drawn from ``rng`` for random scenes.
+        A bolting scene for MuJoCo gets CoACD pieces on the bolt (MuJoCo sees nothing else of the thread)."""
+        if self.task in TIGHT_TASKS:
+            from contactkit.tasks.assembly_scenes import BoltPieces, bolting_scene, tight_peg_scene
+
+            if self.task == "tight-peg-in-hole":
+                return tight_peg_scene()
+            pieces = BoltPieces.COACD if self.backend == "mujoco" else BoltPieces.EXACT
+            return bolting_scene(self.diameter, self.pitch, bolt_pieces=pieces, cache_dir=self.coacd_cache)
         if self.task == "random-scene":
             if rng is None:
                 raise InvalidInputError("random-scene needs a generator")
@@ -133,6 +156,8 @@ def dataset_meta(spec: CollectSpec) -> DatasetMeta:
         "start_xy": spec.start_xy,
         "start_tilt": spec.start_tilt,
     }
+    if spec.task == "bolting":
+        policy_json |= {"diameter": spec.diameter, "pitch": spec.pitch}
     return DatasetMeta(
         scene=scene.to_json(),
         world=spec.world.to_json(),
