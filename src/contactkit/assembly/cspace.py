@@ -202,13 +202,9 @@ def surface_function(model: CSpaceModel, *, logit: bool = False, scale: float = 
     analytic gradient, for the C-space normal's SQP (§IV-B). One configuration per call, in numba
     (:func:`contactkit.assembly.cspace_point.point_surface`); the last ``q`` is memoised, so the value and the
     gradient at one point cost one evaluation."""
-    from contactkit.assembly.cspace_point import point_surface
+    from contactkit.assembly.cspace_point import model_arguments, point_surface
 
-    spec = model.spec
-    code = {CSpaceFeatures.CONFIGURATION: 0, CSpaceFeatures.PEG_AXIS: 1, CSpaceFeatures.SCREW: 2}[spec.kind]
-    args = (code, float(spec.pitch), float(spec.handedness), float(spec.axis_height),
-            np.asarray(spec.com_body, np.float64), model.lo, model.hi,
-            *(np.ascontiguousarray(w, dtype=np.float64) for w in model.weights))
+    args = model_arguments(model)
     memo: dict[str, tuple[np.ndarray, float, np.ndarray]] = {}
 
     def _at(q: np.ndarray) -> tuple[float, np.ndarray]:
