@@ -44,6 +44,7 @@ from contactkit.geometry import DecompositionSettings, decompose, mass_propertie
 from contactkit.geometry.assembly_parts import paper_hole, paper_peg
 from contactkit.geometry.fasteners import (
     GENERALISATION_PAIRS,
+    M48_BOLT_LENGTH,
     M48_DIAMETER,
     M48_PITCH,
     bolt,
@@ -69,11 +70,12 @@ HOLE_NET = Path("models/depth-paper-hole/hole.safetensors")
 """Committed depth network of the paper's hole, relative to the repository root."""
 BOLT_NET = Path("models/depth-m48-bolt/bolt.safetensors")
 """Committed depth network of the M48×5 bolt, relative to the repository root."""
-PEG_ENGAGED = 1e-3
-"""[m] how far the peg's tip starts below the hole's opening (the 0.5 mm chamfer and 0.5 mm of full section)."""
-PEG_MIN_ENGAGED = 5e-4
-"""[m] the tight peg's workspace ends this far below the opening: the policies' workspace spring keeps the peg in
-the bore (a random spline that lifts it out leaves the network's domain and the task)."""
+PEG_ENGAGED = 2e-3
+"""[m] how far the peg's tip starts below the hole's opening (the 0.5 mm chamfer and 1.5 mm of full section)."""
+PEG_MIN_ENGAGED = 1e-3
+"""[m] the tight peg's workspace ends this far below the opening (0.5 mm of full section in the bore, past the
+0.5 mm chamfer): the policies' workspace spring keeps the peg in the bore (a random spline lifted it until only
+the chamfer was in, and it wandered 0.5 mm sideways)."""
 PEG_WORKSPACE_XY = 1e-3
 """[m] half-width of the tight peg's workspace in x and y (the bore allows 32.5 µm)."""
 NUT_ENGAGED_TURNS = 1.0
@@ -226,11 +228,16 @@ def bolting_scene(diameter: float | None = None, pitch: float | None = None, *,
         depth_model = BOLT_NET
     net = _check_net(depth_model, f"bolting {name}", "contactkit learn depth --part m48-bolt --coordinates helical "
                      "--out models/depth-m48-bolt")
-    pieces = BoltPieces(bolt_pieces)
+    try:
+        pieces = BoltPieces(bolt_pieces)
+    except ValueError:
+        raise InvalidInputError(f"bolt_pieces must be one of {[k.value for k in BoltPieces]}, "
+                                f"got {bolt_pieces!r}") from None
+    turns = M48_BOLT_LENGTH * d / M48_DIAMETER / p - 1.0  # fastener_pair's length scaling
+    if not (math.isfinite(engaged_turns) and 0.5 <= engaged_turns <= turns):
+        raise InvalidInputError(f"engaged_turns must be in [0.5, {turns:g}], got {engaged_turns!r}")
     b, n = _fastener_parts(d, p, pieces, decomposition, None if cache_dir is None else str(cache_dir))
     length, hand = float(b.meta["length"]), int(b.meta["handedness"])
-    if not (math.isfinite(engaged_turns) and 0.5 <= engaged_turns <= length / p - 1.0):
-        raise InvalidInputError(f"engaged_turns must be in [0.5, {length / p - 1.0:g}], got {engaged_turns!r}")
     pos, quat = screw_pose(p, 2.0 * np.pi * hand * (length / p - engaged_turns), handedness=hand)
     target, _ = screw_pose(p, 2.0 * np.pi * hand * 1.0, handedness=hand)
     meta = {"task": "bolting", "pair": name, "diameter": d, "pitch": p, "handedness": hand,
