@@ -139,3 +139,25 @@ def test_wrench_is_the_momentum_change():
     force = BODY.mass * (sol.velocity[:3] - vf[:3]) / DT  # identity orientation: body = world torques
     torque = BODY.inertia_body @ (sol.velocity[3:] - vf[3:]) / DT
     assert np.allclose(sol.wrench, np.concatenate([force, torque]), rtol=1e-9, atol=1e-9)
+
+
+def test_newton_single_contact_equals_the_engine_bisection():
+    from contactkit.assembly.nc_solver import single_contact_newton
+    from contactkit.engine._kernels_solve import invert3, single_contact
+
+    rng = np.random.default_rng(21)
+    cases = {"opening": 0, "stick": 0, "slip": 0}
+    for _ in range(3000):
+        a = rng.normal(size=(3, 3))
+        w = a @ a.T + 0.05 * np.eye(3)
+        wi = np.empty((3, 3))
+        invert3(w, wi)
+        mu = rng.uniform(0.05, 1.0)
+        b = rng.normal(size=3) * [1.0, 2.0, 2.0]
+        ref = np.array(single_contact(w, wi, mu, *b))
+        got = np.array(single_contact_newton(w, wi, mu, *b))
+        assert np.abs(got - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+        stick = -wi @ b
+        case = "opening" if b[0] >= 0 else ("stick" if np.allclose(ref, stick) else "slip")
+        cases[case] += 1
+    assert min(cases.values()) > 100
