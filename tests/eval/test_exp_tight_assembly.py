@@ -91,8 +91,7 @@ def test_quick_path_produces_every_key(tmp_path):
     for entry in result["tasks"].values():
         assert set(TASK_KEYS) <= set(entry)
     assert set(ROBUST_KEYS) <= set(result["robustness"])
-    if result["missing"]:  # written against the contract while its pieces land: say which one is not there
-        pytest.skip("; ".join(result["missing"]))
+    assert result["missing"] == [] and result["partial"] is False
     for name, entry in result["tasks"].items():
         for key in TASK_KEYS[:-1]:
             assert math.isfinite(entry[key]) or key == "mujoco_force_rmse_N" and "mujoco_force_rmse_N_failure" in \

@@ -57,6 +57,8 @@ class MujocoSettings:
         integrator: MuJoCo's integrator name.
         decomposition: CoACD settings for a part without convex pieces.
         cache_dir: where CoACD decompositions are cached (None: not cached).
+        memory_mb: MuJoCo's arena [MiB] (``<size memory>``): the nut on its CoACD bolt makes ~3,000 contacts,
+            whose dense constraint matrices need hundreds of MiB; too little ends a step with CNSTRFULL (NaN).
     """
 
     name: str
@@ -69,6 +71,7 @@ class MujocoSettings:
     integrator: str = "implicitfast"
     decomposition: DecompositionSettings = field(default_factory=DecompositionSettings)
     cache_dir: Path | None = DEFAULT_CACHE_DIR
+    memory_mb: int = 1024
 
     def __post_init__(self):
         if not (np.isfinite(self.timestep) and 0.0 < self.timestep <= SIM_DT):
@@ -92,7 +95,8 @@ class MujocoSettings:
         return {"name": self.name, "timestep": self.timestep, "n_substeps": self.n_substeps,
                 "solref": list(self.solref), "solimp": list(self.solimp), "cone": self.cone,
                 "impratio": self.impratio, "noslip_iterations": self.noslip_iterations,
-                "integrator": self.integrator, "decomposition": self.decomposition.to_dict()}
+                "integrator": self.integrator, "memory_mb": self.memory_mb,
+                "decomposition": self.decomposition.to_dict()}
 
 
 DEFAULTS = MujocoSettings("mujoco-default")
@@ -193,7 +197,8 @@ def mjcf(task: AssemblyTask, tool: Part, static: Part, settings: MujocoSettings)
             f'<option timestep="{settings.timestep!r}" gravity="0 0 0" cone="{settings.cone}" '
             f'impratio="{settings.impratio!r}" integrator="{settings.integrator}" '
             f'noslip_iterations="{int(settings.noslip_iterations)}"/>'
-            '<size memory="200M"/>' + default + "<asset>" + "".join(s_assets + t_assets) + "</asset><worldbody>"
+            f'<size memory="{int(settings.memory_mb)}M"/>' + default
+            + "<asset>" + "".join(s_assets + t_assets) + "</asset><worldbody>"
             + "".join(s_geoms) + f'<body name="{TOOL_BODY}"><freejoint/>'
             f'<inertial pos="{_nums(task.body.com_body)}" mass="{task.body.mass!r}" fullinertia="{_nums(full)}"/>'
             + "".join(t_geoms) + "</body></worldbody></mujoco>")
