@@ -27,6 +27,16 @@ elsewhere; MuJoCo sees convex pieces only.
   0.1 mm), an exact subset of the solid, for the engine's pieces path and tunnelling guard; instant. ``COACD``
   (what MuJoCo needs to see a thread at all): :data:`NUT_DECOMPOSITION` on the bolt, measured 4 pieces in
   36.5 s, volume error 10.9 %, max protrusion 1.9 mm, reaching r = 24.0 mm (the crest): the grooves are filled.
+
+Measured through ``contactkit collect`` (gravity off, default impedance gains, shared 2-core machine):
+
+* Engine, bolting, screw policy: 2 × 30 steps in 10 s; the nut advanced 5.017 and 5.026 mm per turn (pitch 5 mm),
+  at most 51 µm off the axis. Tight peg, tight spline: ~1.4 s per control step (5,120 peg nodes × 25 sub-steps
+  through the hole's network) and ~11 s to build the world (641 hole pieces); 31-33 µm lateral over 2 × 15 steps.
+* MuJoCo, bolting with CoACD pieces on both parts: the overlapping hulls eject the nut within the first control
+  step of holding still (from z = 55 mm to the bolt's top at 60.2 mm, 2.2 mm sideways); screwed, it then spins on
+  top of the bolt without advancing. Tight peg (exact pieces): 41-49 µm lateral in a 32.5 µm clearance, i.e. the
+  soft contacts let the wall be penetrated by 10-16 µm.
 """
 
 from __future__ import annotations
