@@ -189,3 +189,22 @@ def test_numba_sqp_equals_the_python_sqp_on_a_trained_surface(peg):
         assert np.abs(row.direction - ref.direction).max() < 1e-9 and abs(row.h - ref.h) < 1e-12
         rows += row.converged
     assert rows >= 6
+
+
+def test_saturated_network_gives_an_inactive_row_reported_as_unconverged(peg):
+    from contactkit.assembly.cspace_point import model_row
+    from contactkit.assembly.nc_solver import solve_nc
+    from contactkit.collision import Contacts
+    from contactkit.state import BodyState
+
+    model = _random_model(default_features(peg), np.random.default_rng(11), peg)
+    w = list(model.weights)
+    w[0], w[2], w[4], w[5] = w[0] * 0.0, w[2] * 0.0, np.zeros((1, HIDDEN)), np.array([-5.0])  # h ≡ 2σ(-5) - 1 < 0
+    flat = CSpaceModel(model.spec, model.lo, model.hi, tuple(w), model.task_kind, model.task_name)
+    zero = np.zeros(3)
+    state = BodyState(np.array([0.0, 0.0, 0.01]), np.array([1.0, 0.0, 0.0, 0.0]), zero, zero)
+    row, h = model_row(flat, peg.body, state)
+    assert h < 0 and row is not None and not row.converged and np.array_equal(row.direction, np.zeros(6))
+    none = Contacts(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+    v = np.array([0.0, 0.0, -0.01, 0.0, 0.0, 0.0])
+    assert np.array_equal(solve_nc(peg.body, state, none, v, 0.01, cspace_direction=row.direction).velocity, v)

@@ -257,7 +257,9 @@ def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0,
               max_iterations: int = SQP_MAX_ITERATIONS) -> tuple[CSpaceConstraint | None, float]:
     """``(C-space row or None, h(q) = 2σ - 1)`` of a learned model at ``state``: the row (§IV-B, damped SQP of
     :func:`cspace_row`, in numba) where ``h(q) ≤ activation``. The SQP runs on the logit divided by its gradient
-    norm at ``q`` (same zero set and normal; a first-order distance in ``q`` units, so ``tol`` is [m] or [rad])."""
+    norm at ``q`` (same zero set and normal; a first-order distance in ``q`` units, so ``tol`` is [m] or [rad]).
+    Where the network is saturated (the gradient vanishes) the row has a zero direction (no constraint) and
+    ``converged`` False: reported, not raised, so that a simulation goes on."""
     args = model_arguments(model)
     q = configuration(body, state)
     grad = np.empty(6)
@@ -269,6 +271,6 @@ def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0,
     V, direction = np.empty(6), np.empty(6)
     scale = 1.0 / max(float(np.linalg.norm(grad)), 1e-300)
     it, last = _sqp(*args, q, G, inverse_mass_matrix(body), scale, tol, int(max_iterations), V, direction)
-    if it < 0:
-        raise InvalidInputError("surface gradient vanishes: the C-space normal is undefined")
+    if it < 0:  # a saturated network: no normal; a zero row (no constraint), reported as not converged
+        return CSpaceConstraint(np.zeros(6), scale * z, V, 0, False), h
     return CSpaceConstraint(direction, scale * z, V, int(it), bool(last <= tol)), h
