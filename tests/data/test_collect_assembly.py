@@ -110,6 +110,11 @@ def test_tight_spline_stays_within_its_small_amplitudes():
     assert actions[:, 2].mean() < 0.0  # biased into the bore
 
 
+def test_a_bolting_pair_for_another_task_is_refused():
+    with pytest.raises(InvalidInputError, match="bolting pair"):
+        CollectSpec(task="tight-peg-in-hole", diameter=0.039, pitch=0.004)
+
+
 def test_mujoco_collects_the_tight_peg(tmp_path):
     """MuJoCo steps the same scene (its exact convex pieces); no accuracy claim here."""
     out = tmp_path / "peg.h5"

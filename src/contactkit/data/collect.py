@@ -82,6 +82,9 @@ class CollectSpec:
             raise InvalidInputError(f"unknown backend {self.backend!r}; valid: {list(BACKENDS)}")
         if self.episodes < 1 or self.steps < 1:
             raise InvalidInputError(f"episodes and steps must be >= 1, got {self.episodes}, {self.steps}")
+        if self.task != "bolting" and (self.diameter is not None or self.pitch is not None):
+            raise InvalidInputError(f"diameter and pitch choose a bolting pair; task {self.task!r} has none "
+                                    f"(got diameter={self.diameter!r}, pitch={self.pitch!r})")
         if self.seed < 0:
             raise InvalidInputError(f"seed must be >= 0, got {self.seed}")
         make_policy(self.policy, self.steps)  # validates the name
