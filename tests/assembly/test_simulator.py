@@ -157,3 +157,22 @@ def test_no_energy_gain_without_drive(peg, solver):
     after = kinetic_energy(peg.body, generalized_velocity(peg.body, result.state))
     assert result.n_nodes > 100 and np.linalg.norm(result.wrench[:3]) > 0.1
     assert after <= before * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("margin", [None, 1e-4])
+def test_speculative_cspace_row_stops_a_free_tool_before_the_surface(peg, margin):
+    """Analytic C-space half-space 20 µm below a resting tool, pushed down hard: the paper's row (active only
+    once in collision) lets it cross in one step; the speculative row (``cspace_margin``) stops it short."""
+    gains = default_gains(peg)
+    state = _rest([0.0, 0.0, 0.08])
+    z0 = float(com_position(peg.body, state)[2]) - 2e-5
+    normal = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    surface = SurfaceFunction(value=lambda q: float(q[2] - z0), gradient=lambda q: normal.copy())
+    config = SimConfig(cspace_margin=margin)
+    result = step(peg, state, np.array([0.0, 0.0, 0.079]), IDENTITY, gains, IdentityClustering(), config,
+                  cspace=surface)
+    h_after = float(com_position(peg.body, result.state)[2]) - z0
+    if margin is None:
+        assert not result.cspace_active and h_after < -1e-5
+    else:
+        assert result.cspace_active and result.cspace_impulse > 0.0 and -1e-12 <= h_after < 2e-5

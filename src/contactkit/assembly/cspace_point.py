@@ -253,10 +253,12 @@ def model_arguments(model) -> tuple:
             *(np.ascontiguousarray(w, dtype=np.float64) for w in model.weights))
 
 
-def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0, *, tol: float = SQP_TOL,
-              max_iterations: int = SQP_MAX_ITERATIONS) -> tuple[CSpaceConstraint | None, float]:
+def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0, *, distance: float | None = None,
+              tol: float = SQP_TOL, max_iterations: int = SQP_MAX_ITERATIONS) -> tuple[CSpaceConstraint | None, float]:
     """``(C-space row or None, h(q) = 2σ - 1)`` of a learned model at ``state``: the row (§IV-B, damped SQP of
-    :func:`cspace_row`, in numba) where ``h(q) ≤ activation``. The SQP runs on the logit divided by its gradient
+    :func:`cspace_row`, in numba) where ``h(q) ≤ activation`` (or, given ``distance``, where the first-order
+    distance to the surface, the normalised logit, is at most ``distance`` [m or rad]). The SQP runs on the logit
+    divided by its gradient
     norm at ``q`` (same zero set and normal; a first-order distance in ``q`` units, so ``tol`` is [m] or [rad]).
     Where the network is saturated (the gradient vanishes) the row has a zero direction (no constraint) and
     ``converged`` False: reported, not raised, so that a simulation goes on."""
@@ -265,11 +267,11 @@ def model_row(model, body: RigidBody, state: BodyState, activation: float = 0.0,
     grad = np.empty(6)
     z = point_surface(*args, q, True, grad)
     h = math.tanh(0.5 * z)
-    if h > activation:
+    scale = 1.0 / max(float(np.linalg.norm(grad)), 1e-300)
+    if (h > activation) if distance is None else (scale * z > distance):
         return None, h
     G = velocity_to_rate(q)
     V, direction = np.empty(6), np.empty(6)
-    scale = 1.0 / max(float(np.linalg.norm(grad)), 1e-300)
     it, last = _sqp(*args, q, G, inverse_mass_matrix(body), scale, tol, int(max_iterations), V, direction)
     if it < 0:  # a saturated network: no normal; a zero row (no constraint), reported as not converged
         return CSpaceConstraint(np.zeros(6), scale * z, V, 0, False), h

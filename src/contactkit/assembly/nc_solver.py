@@ -190,7 +190,7 @@ def _cone_contact(jac, m_inv_jt, blocks, inverse, bias, mu, lam, v, i, relaxatio
 
 
 @njit(cache=True)
-def _residual(count, jac, blocks, bias, mu, lam, v, cone, nc, w_cc, lam_c):
+def _residual(count, jac, blocks, bias, mu, lam, v, cone, nc, w_cc, c_bias, lam_c):
     """Largest natural-map residual [m/s] (module docstring; as ``reference.solvers.base.residuals``)."""
     worst = 0.0
     for i in range(count):
@@ -213,12 +213,12 @@ def _residual(count, jac, blocks, bias, mu, lam, v, cone, nc, w_cc, lam_c):
                 lt = st * lam[i, r]
                 worst = max(worst, abs(lt - min(max(lt - ut, -st * bound), st * bound)))
     if w_cc > 0.0:
-        worst = max(worst, abs(min(w_cc * lam_c[0], _dot6(nc, v))))
+        worst = max(worst, abs(min(w_cc * lam_c[0], _dot6(nc, v) + c_bias)))
     return worst
 
 
 @njit(cache=True)
-def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc, w_cc, lam_c, cone,
+def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc, w_cc, c_bias, lam_c, cone,
                     max_iterations, tol, relaxation):
     """Algorithm 1 (``cone``) or the box PGS baseline, with the optional C-space row, in place.
 
@@ -226,7 +226,8 @@ def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc
         count: contacts ``K``. jac, m_inv_jt: ``(K, 3, 6)``; blocks: ``(K, 3, 3)`` diagonal blocks of ``W``.
         bias: ``(K,)`` normal velocity bias [m/s]. mu: ``(K,)``. lam: ``(K, 3)`` impulses (zero in, solution out).
         v: ``(6,)`` ``V_free`` in, ``V⁺`` out. nc: ``(6,)`` unit C-space normal ``N_C``; m_inv_nc: ``M⁻¹N_C``;
-        w_cc: ``N_CᵀM⁻¹N_C`` (0: no C-space row). lam_c: ``(1,)`` ``λ_C`` (zero in, solution out).
+        w_cc: ``N_CᵀM⁻¹N_C`` (0: no C-space row). c_bias: the row's velocity bias [m/s] (``v_C + c_bias ≥ 0``).
+        lam_c: ``(1,)`` ``λ_C`` (zero in, solution out).
         cone: Algorithm 1 (True) or box PGS (False). max_iterations, tol [m/s], relaxation ``α``.
 
     Returns:
@@ -244,14 +245,14 @@ def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc
             else:
                 _box_contact(jac, m_inv_jt, blocks, bias, mu, lam, v, i, relaxation)
         if w_cc > 0.0:  # lines 7-13
-            v_star = _dot6(nc, v) - w_cc * lam_c[0]
+            v_star = _dot6(nc, v) + c_bias - w_cc * lam_c[0]
             star = -v_star / w_cc if v_star < 0.0 else 0.0
             delta = relaxation * (star - lam_c[0])
             if delta != 0.0:
                 lam_c[0] += delta
                 for c in range(6):
                     v[c] += m_inv_nc[c] * delta
-        res = _residual(count, jac, blocks, bias, mu, lam, v, cone, nc, w_cc, lam_c)
+        res = _residual(count, jac, blocks, bias, mu, lam, v, cone, nc, w_cc, c_bias, lam_c)
         if res <= tol:
             return sweep + 1, res
     return max_iterations, res
@@ -275,7 +276,8 @@ def _check(dt: float, relaxation: float, max_iterations: int, tol: float) -> Non
 
 
 def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.ndarray, dt: float, *,
-             cspace_direction: np.ndarray | None = None, friction: FrictionKind = FrictionKind.CONE,
+             cspace_direction: np.ndarray | None = None, cspace_bias: float = 0.0,
+             friction: FrictionKind = FrictionKind.CONE,
              m_inv: np.ndarray | None = None, relaxation: float = DEFAULT_RELAXATION,
              max_iterations: int = DEFAULT_MAX_ITERATIONS, tol: float = DEFAULT_TOL) -> NCSolution:
     """Contact impulses of one step by Algorithm 1 (tight-tolerance paper §IV-C) or box PGS (module docstring).
@@ -285,6 +287,8 @@ def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.n
         contacts: the ``K`` (clustered) contacts, world frame; normal bias ``max(d, 0)/dt`` (eq 2).
         v_free: ``(6,)`` ``V_free = [v_com (world); ω (body)]`` at the end of the step without contact.
         dt: step [s]. cspace_direction: ``(6,)`` unit ``N_C`` (eq 8) or None (no C-space row).
+        cspace_bias: ``b_C ≥ 0`` [m/s] of the row ``0 ≤ λ_C ⊥ v_C + b_C ≥ 0`` (0: eq 8; positive: a speculative row
+        that lets the tool close a C-space gap within the step, as ``max(d, 0)/dt`` does for a contact, eq 2).
         friction: :class:`FrictionKind`. m_inv: ``(6, 6)`` (effective) inverse mass, ``M⁻¹`` if None.
         relaxation: ``α ∈ (0, 2)``. max_iterations, tol [m/s]: stopping rule.
     """
@@ -304,8 +308,8 @@ def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.n
     lam, lam_c = np.zeros((k, 3)), np.zeros(1)
     bias = np.maximum(contacts.distances, 0.0) / dt
     sweeps, res = solve_nc_kernel(k, jac, m_inv_jt, blocks, bias, np.ascontiguousarray(contacts.friction), lam, v,
-                                  nc, m_inv_nc, w_cc, lam_c, friction is FrictionKind.CONE, int(max_iterations),
-                                  float(tol), float(relaxation))
+                                  nc, m_inv_nc, w_cc, float(cspace_bias), lam_c, friction is FrictionKind.CONE,
+                                  int(max_iterations), float(tol), float(relaxation))
     impulse = np.einsum("kr,krc->c", lam, jac) + nc * lam_c[0]  # generalized impulse Jᵀλ + N_C λ_C
     wrench = wrench_from_generalized(body, state, impulse / dt, com)
     status = SolveStatus.CONVERGED if res <= tol else SolveStatus.ITERATION_LIMIT

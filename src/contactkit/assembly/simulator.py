@@ -101,7 +101,11 @@ class SimConfig:
     Attributes:
         dt: step [s]; solver: :class:`SolverKind`; relaxation: ``α`` of Algorithm 1;
         max_iterations: cap on solver sweeps; tol: residual bound [m/s]; margin: detection margin [m];
-        cspace_activation: the C-space row is added where ``h(q) ≤`` this value.
+        cspace_activation: the C-space row is added where ``h(q) ≤`` this value (paper eq 8).
+        cspace_margin: None (paper), or [m or rad]: a speculative C-space row, added where the first-order
+            distance to the learned surface is at most this, with the bias that lets the tool reach the surface
+            within the step and no further (``v_C ≥ N_Cᵀ V_C / dt`` while free; ``v_C ≥ 0`` once in collision):
+            the C-space analogue of the speculative contacts of eq 2 (see :func:`step`).
     """
 
     dt: float = SIM_DT
@@ -111,6 +115,7 @@ class SimConfig:
     tol: float = DEFAULT_TOL
     margin: float = DEFAULT_MARGIN
     cspace_activation: float = 0.0
+    cspace_margin: float | None = None
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dt) and self.dt > 0):
@@ -252,8 +257,8 @@ def node_penetration(task: AssemblyTask, state: BodyState, *, exact: bool = True
     return float(max(-d.min(initial=0.0), 0.0))
 
 
-def _cspace_row(task: AssemblyTask, state: BodyState, cspace,
-                activation: float) -> tuple[CSpaceConstraint | None, float]:
+def _cspace_row(task: AssemblyTask, state: BodyState, cspace, activation: float,
+                margin: float | None = None) -> tuple[CSpaceConstraint | None, float]:
     """``(the C-space row or None, h(q))``: the C-space normal by SQP (§IV-B) where ``h(q) ≤ activation``.
 
     ``cspace`` is any :class:`SurfaceFunction` (an analytic ``h``) or a
@@ -263,10 +268,10 @@ def _cspace_row(task: AssemblyTask, state: BodyState, cspace,
     if cspace is None:
         return None, float("nan")
     if not isinstance(cspace, SurfaceFunction):
-        return model_row(cspace, task.body, state, activation)
+        return model_row(cspace, task.body, state, activation, distance=margin)
     q = configuration(task.body, state)
     h = float(cspace.value(q))
-    if h > activation:
+    if h > (activation if margin is None else margin):  # an analytic h is taken as the distance
         return None, h
     return cspace_row(task.body, state, cspace), h
 
@@ -289,10 +294,13 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
     t2 = time.perf_counter()
     contacts = clustering.cluster(task, nodes, state, applied_free)
     t3 = time.perf_counter()
-    row, h = _cspace_row(task, state, cspace, config.cspace_activation)
+    row, h = _cspace_row(task, state, cspace, config.cspace_activation, config.cspace_margin)
+    c_bias = 0.0
+    if row is not None and config.cspace_margin is not None:
+        c_bias = max(-float(row.direction @ row.nearest_velocity), 0.0) / dt  # reach the surface within dt
     friction = FrictionKind.CONE if config.solver is SolverKind.NC_SOR else FrictionKind.BOX
     sol = solve_nc(body, state, contacts, v_free, dt, cspace_direction=None if row is None else row.direction,
-                   friction=friction,
+                   cspace_bias=c_bias, friction=friction,
                    m_inv=coupled_inverse_mass(body, gains, dt), relaxation=config.relaxation,
                    max_iterations=config.max_iterations, tol=config.tol)
     t4 = time.perf_counter()
