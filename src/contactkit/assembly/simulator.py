@@ -7,8 +7,10 @@ One step of ``dt`` (:data:`~contactkit.assembly.task.SIM_DT`, 10 ms) from the to
 2. detection: every tool node against the static part's learned depth network (§III-A), in numba
    (:func:`detect_nodes`; the engine's kernel :func:`contactkit.engine._kernels_depthnet.evaluate`);
 3. clustering: any :class:`Clustering` (the learned one of §III-B, K-means, or :class:`IdentityClustering`);
-4. solving: Algorithm 1 (:func:`contactkit.assembly.nc_solver.solve_nc`) with the C-space row (§IV) where the
-   C-space model says ``h(q) ≤ activation``, or the box-PGS baseline;
+4. solving: Algorithm 1 (:func:`contactkit.assembly.nc_solver.solve_nc`) with the C-space row (§IV, eq 8) where the
+   C-space model says ``h(q) ≤ activation`` (optionally a speculative row near the surface,
+   :attr:`SimConfig.cspace_margin`; like the engine's speculative contacts, it bounds ``V⁺``, so under PMI a tool
+   already moving in at ``V_k`` may still cross by up to ``dt |N_Cᵀ V_k| / 2``), or the box-PGS baseline;
 5. integration (part 2): PMI pose update (:func:`contactkit.engine.reference.advance_pose`).
 
 A contact impulse ``P`` changes the end-of-step velocity through the coupling's implicit terms as well:
