@@ -60,6 +60,9 @@ class TightAssemblyConfig:
     Attributes:
         tasks: task names (:data:`TASKS`). reference_steps: 10 ms reference rows per task (issue: ≥ 20k).
         trajectory_rows: rows per reference trajectory (None: the reference module's standard length).
+        reference_dir: a folder of reference files ``TASK.h5`` (``contactkit assembly reference``) to read instead
+            of simulating (their first trajectories up to ``reference_steps`` rows; a file made for other meshes is
+            refused); None, or a task without a file: simulated here.
         train_fraction: share of trajectories for training. cma_generations, cma_population: CMA-ES budget;
         cma_steps: training rows per loss evaluation. cspace_samples, cspace_steps: C-space data and training.
         eval_steps: test rows of the one-step comparison (ours and K-means; all when fewer);
@@ -76,6 +79,7 @@ class TightAssemblyConfig:
     tasks: tuple[str, ...] = TASKS
     reference_steps: int = 20_000
     trajectory_rows: int | None = None
+    reference_dir: str | None = None
     train_fraction: float = 0.7
     cma_generations: int = 40
     cma_population: int = 12
@@ -227,11 +231,19 @@ def prepare(task, config: TightAssemblyConfig, rng: np.random.Generator, *, clus
     """Reference data (split by trajectory), clustering (fitted here, or ``clustering`` as given: the M48 one for
     the Table II pairs), K-means and the C-space model of ``task``."""
     from contactkit.assembly.coupling import default_gains
+    from contactkit.assembly.task import assembly_task
 
     reference = _import("reference_data", "H2")
     kmeans = _import("kmeans", "H3")
     gains = default_gains(task)
-    episodes = _reference(reference, task, reference_steps or config.reference_steps, config.trajectory_rows, rng)
+    n_rows = reference_steps or config.reference_steps
+    path = Path(config.reference_dir or "", f"{task.kind.value}.h5")
+    if config.reference_dir is not None and task.name == assembly_task(task.kind).name and path.is_file():
+        episodes = reference.read_reference(path, task)
+        keep = np.searchsorted(np.cumsum([e.n_steps for e in episodes]), n_rows) + 1
+        episodes = episodes[:keep]
+    else:
+        episodes = _reference(reference, task, n_rows, config.trajectory_rows, rng)
     train, test = reference.split_episodes(episodes, config.train_fraction, rng)
     fit = {}
     if clustering is None:
