@@ -28,6 +28,11 @@ Labels (:func:`cspace_dataset`): a configuration is in collision when any tool n
 (:func:`contactkit.geometry.signed_distance.signed_distance`) is below ``-COLLISION_TOL``. The exact distance is
 evaluated at the nodes whose learned depth is below :data:`LABEL_SLACK` (the depth network's measured error is
 ≤ 0.11 mm, so the others are free; without a depth network, at every node).
+
+Measured (this machine, 2 shared cores): labelling costs 10-12 ms per configuration (learned depth of every node,
+exact distance at the deciding nodes), training 4000-8000 Adam steps 13-16 s. Held-out accuracy with the default
+features: 4000 samples, 4000 steps: peg 96.9 % (73.8 % free), nut 92.9 % (36.5 % free); 20 000 samples, 8000
+steps: peg 97.9 % (73.1 % free), nut 96.0 % (36.4 % free).
 """
 
 from __future__ import annotations
