@@ -176,3 +176,12 @@ def test_speculative_cspace_row_stops_a_free_tool_before_the_surface(peg, margin
         assert not result.cspace_active and h_after < -1e-5
     else:
         assert result.cspace_active and result.cspace_impulse > 0.0 and -1e-12 <= h_after < 2e-5
+
+
+@pytest.mark.parametrize("bad", [{"dt": 0.0}, {"margin": np.nan}, {"cspace_margin": -1e-4}, {"relaxation": 2.0},
+                                 {"max_iterations": 0}, {"tol": 0.0}, {"solver": "lemke"}])
+def test_bad_settings_are_refused(bad):
+    from contactkit.errors import InvalidInputError
+
+    with pytest.raises((InvalidInputError, ValueError)):
+        SimConfig(**bad)

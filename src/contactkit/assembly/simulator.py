@@ -124,6 +124,12 @@ class SimConfig:
             raise InvalidInputError(f"SimConfig.dt must be finite and > 0 s, got {self.dt!r}")
         if not np.isfinite(self.margin):
             raise InvalidInputError(f"SimConfig.margin must be finite, got {self.margin!r}")
+        if self.cspace_margin is not None and not (np.isfinite(self.cspace_margin) and self.cspace_margin >= 0):
+            raise InvalidInputError(f"SimConfig.cspace_margin must be None or finite and >= 0, "
+                                    f"got {self.cspace_margin!r}")
+        if not 0.0 < self.relaxation < 2.0 or int(self.max_iterations) < 1 or not self.tol > 0:
+            raise InvalidInputError(f"SimConfig needs 0 < relaxation < 2, max_iterations >= 1, tol > 0; got "
+                                    f"{self.relaxation!r}, {self.max_iterations!r}, {self.tol!r}")
         object.__setattr__(self, "solver", SolverKind(self.solver))
 
 
