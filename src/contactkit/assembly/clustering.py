@@ -39,21 +39,29 @@ search space of :mod:`contactkit.assembly.cma_fit`), laid out by :func:`param_la
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
-from enum import Enum
 
 import numpy as np
 from numba import njit
-from scipy.spatial import cKDTree
 
+from contactkit.assembly.clustering_geometry import (  # noqa: F401 (re-exported: the clustering's public names)
+    NEIGHBOUR_POOL,
+    NODE_MATCH_TOL,
+    PATCH_STEPS,
+    PROJECTION_STEPS,
+    PROJECTION_TOL,
+    SurfaceProjection,
+    contact_neighbours,
+    neighbours,
+    onto_contact_patch,
+    project_to_surface,
+)
 from contactkit.assembly.task import AssemblyTask
 from contactkit.collision import Contacts
 from contactkit.collision.contact_set import contact_frames
 from contactkit.depth import NodeContacts
 from contactkit.engine.reference import com_position
 from contactkit.errors import InvalidInputError
-from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
 
 MC_DEFAULT = 12
@@ -64,16 +72,6 @@ N_INPUT = 19
 """Size of the eq-4 node input ``X_i``."""
 R_HIDDEN, R_OUT, O_HIDDEN = 16, 4, 8
 """Widths (§V-B): ``f_R`` hidden layers, ``f_R`` output, ``f_O`` hidden layer."""
-PROJECTION_STEPS = 8
-"""Newton steps at most that move a clustered point onto its level set of the depth network."""
-PROJECTION_TOL = 1e-8
-"""[m] ``|d(x) − d̄|`` at which a projected point is on its level set (of the network: not its accuracy)."""
-PATCH_STEPS = 2
-"""Nearest-contact tangent-plane projections that put an averaged point on the tool's contact patch."""
-NEIGHBOUR_POOL = 32
-"""Nearest tool nodes kept per node (body frame) to find ``S_i`` among the contacts without a tree per step."""
-NODE_MATCH_TOL = 1e-7
-"""[m] how far a contact point may lie from its node (``node_index``) at the state for the precomputed search."""
 ANGLE_UNIT = 0.01
 """[rad] the unit of ``f_O2``'s linear outputs ``(θ1, θ2)``: a scale on its output layer (the same function class),
 so that CMA-ES steps of one size suit both heads. Measured on 24 peg reference rows: perturbing the parameters by
@@ -81,15 +79,6 @@ so that CMA-ES steps of one size suit both heads. Measured on 24 peg reference r
 wall's normal by tens of mrad), against 1–3× through the weight head."""
 NORMAL_CANCEL_TOL = 1e-9
 """``|W n_o|`` below which the averaged normal is taken as cancelled (opposite walls) and replaced."""
-
-
-class SurfaceProjection(str, Enum):
-    """How an averaged point is put back on the contact surface (module docstring)."""
-
-    DEPTH_NET = "depth-net"
-    """Onto the contact patch, then along the depth network's normal to the clustered distance's level set."""
-    CONTACT_PATCH = "contact-patch"
-    """Onto the tool's contact patch only (tangent planes of the nearest original contacts)."""
 
 
 def param_layout(mc: int = MC_DEFAULT) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -221,74 +210,6 @@ def _scaled(net: ClusteringNet, inputs: np.ndarray) -> np.ndarray:
     return 2.0 * (inputs - net.x_lo) / (net.x_hi - net.x_lo) - 1.0
 
 
-def neighbours(points: np.ndarray, k: int) -> np.ndarray:
-    """``(N, min(k, N−1))`` indices of each point's nearest other points (cKDTree; ``S_i`` of eq 5)."""
-    n = len(points)
-    kk = min(k, n - 1)
-    if kk <= 0:
-        return np.zeros((n, 0), dtype=np.int64)
-    tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
-    _, idx = tree.query(points, k=kk + 1)
-    return np.asarray(idx[:, 1:], dtype=np.int64)
-
-
-@functools.lru_cache(maxsize=8)
-def _node_pool(task: AssemblyTask) -> np.ndarray:
-    """``(N_nodes, NEIGHBOUR_POOL)`` each tool node's nearest other nodes, nearest first (body frame = any pose)."""
-    nodes = task.nodes
-    kk = min(NEIGHBOUR_POOL, len(nodes) - 1)
-    _, idx = cKDTree(nodes).query(nodes, k=kk + 1)
-    return np.ascontiguousarray(idx[:, 1:], dtype=np.int64)
-
-
-@njit(cache=True)
-def _pooled_kernel(pool, node_index, n_nodes, out):
-    """Rows of ``out (m, k)`` (written): the first ``k`` contacts among each contact's pool; returns the
-    ``(m,)`` mask of rows that found ``k`` (the others hold −1 where nothing was found)."""
-    m, k = out.shape
-    slot = -np.ones(n_nodes, dtype=np.int64)
-    for a in range(m):
-        slot[node_index[a]] = a
-    full = np.zeros(m, dtype=np.bool_)
-    for a in range(m):
-        cnt = 0
-        for p in pool[node_index[a]]:
-            b = slot[p]
-            if b >= 0:
-                out[a, cnt] = b
-                cnt += 1
-                if cnt == k:
-                    break
-        full[a] = cnt == k
-        for c in range(cnt, k):
-            out[a, c] = -1
-    return full
-
-
-def contact_neighbours(task: AssemblyTask, contacts: NodeContacts, state: BodyState, k: int) -> np.ndarray:
-    """:func:`neighbours` of the contact points, exact, via the task's precomputed node neighbours.
-
-    The contacts' ``k`` nearest contacts are among each node's ``NEIGHBOUR_POOL`` nearest nodes whenever ``k`` of
-    those are in contact (the tool is rigid: body-frame distances are world distances); the other rows, and
-    contacts whose ``node_index`` does not name ``task.nodes`` at ``state`` (within ``NODE_MATCH_TOL``), go
-    through a cKDTree of the contact points.
-    """
-    pts, idx = contacts.points, np.asarray(contacts.node_index, dtype=np.int64)
-    n, nodes = len(pts), task.nodes
-    kk = min(k, n - 1)
-    if kk <= 0 or kk > NEIGHBOUR_POOL or len(idx) != n or idx.min() < 0 or idx.max() >= len(nodes):
-        return neighbours(pts, k)
-    world = nodes[idx] @ quat_to_mat(np.asarray(state.quat, np.float64)).T + np.asarray(state.pos, np.float64)
-    if np.abs(world - pts).max() > NODE_MATCH_TOL:
-        return neighbours(pts, k)
-    out = np.empty((n, kk), dtype=np.int64)
-    full = _pooled_kernel(_node_pool(task), idx, len(nodes), out)
-    if not full.all():
-        rows = np.flatnonzero(~full)
-        _, near = cKDTree(pts).query(pts[rows], k=kk + 1)
-        out[rows] = near[:, 1:]
-    return out
-
 
 @njit(cache=True, fastmath=True)
 def _interaction_kernel(xs, nbr, w0, b0, w1, b1, w2, b2, out):
@@ -397,72 +318,6 @@ def rotate_normals(normals: np.ndarray, angles: np.ndarray) -> np.ndarray:
     out = _rotate(tilted, normals, angles[:, 0])
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
-
-@functools.lru_cache(maxsize=8)
-def _depth_set(task: AssemblyTask):
-    """The engine's float64 kernel arrays of the task's depth network, placed at the world origin."""
-    from contactkit.engine.depth_contacts import placed_depth_set
-
-    return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0, 0, 0]), task.friction)], task.nodes)
-
-
-def onto_contact_patch(x: np.ndarray, pts: np.ndarray, nrm: np.ndarray, reach: np.ndarray) -> np.ndarray:
-    """Rows of ``x (M, 3)`` put on the tool's contact patch: orthogonally onto the tangent plane of the nearest
-    original contact ``k`` (``pts, nrm (N, 3)``), kept within ``reach[k]`` [m] of it (``reach (N,)``: the distance
-    to its nearest other contact, where that plane stands for the surface), :data:`PATCH_STEPS` times. A point off
-    a bore's contact arc lands on the wall at the arc's middle; one near a nut's axis (contacts all round the
-    thread) lands next to the nearest contact (within the node spacing: 2–5 mm on the M48 nut, so up to 0.9 mm off
-    its helical flank; the depth-network step corrects that)."""
-    y = np.array(x, dtype=np.float64)
-    for _ in range(PATCH_STEPS):
-        k = np.argmin(np.sum(y**2, axis=1)[:, None] - 2 * y @ pts.T + np.sum(pts**2, axis=1)[None, :], axis=1)
-        off = y - pts[k]
-        off -= np.sum(off * nrm[k], axis=1, keepdims=True) * nrm[k]
-        length = np.linalg.norm(off, axis=1, keepdims=True)
-        y = pts[k] + off * np.minimum(1.0, reach[k, None] / np.maximum(length, 1e-300))
-    return y
-
-
-def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, pts: np.ndarray, nrm: np.ndarray,
-                       reach: np.ndarray, mode: SurfaceProjection) -> np.ndarray:
-    """Averaged points ``x (M, 3)`` (world) moved onto the surface (module docstring, :class:`SurfaceProjection`).
-
-    First onto the tool's contact patch (:func:`onto_contact_patch`), then
-    (``DEPTH_NET``) Newton steps ``y ← y − (d(y) − d̄) ∇d(y)`` on the static part's depth network until
-    ``|d − d̄| <`` :data:`PROJECTION_TOL`; a point that leaves the network's domain or does not converge in
-    :data:`PROJECTION_STEPS` starts again from its nearest original contact (which lies in the network's band),
-    and keeps its patch position only if that fails too.
-
-    Args:
-        dist: ``(M,)`` the clustered distances [m] (the level set to reach); pts, nrm: ``(N, 3)`` original points
-            and normals; reach: ``(N,)`` [m] distance of each contact to its nearest other (:func:`onto_contact_patch`).
-    """
-    plane = onto_contact_patch(x, pts, nrm, reach)
-    if mode is not SurfaceProjection.DEPTH_NET or task.depth_net is None:
-        return plane
-    ds = _depth_set(task)
-    y, ok = _newton(ds, plane, dist)
-    if not ok.all():  # restart from the nearest original contact (inside the network's band by construction)
-        k = np.argmin(np.sum(plane**2, axis=1)[:, None] - 2 * plane @ pts.T + np.sum(pts**2, axis=1)[None, :], axis=1)
-        y2, ok2 = _newton(ds, pts[k], dist)
-        y = np.where(ok[:, None], y, np.where(ok2[:, None], y2, plane))
-    return y
-
-
-def _newton(ds, start: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Newton steps on the depth network from ``start (M, 3)`` to the level sets ``dist (M,)``; ``(points, ok)``."""
-    from contactkit.engine._kernels_depthnet import depth_at
-
-    y = np.ascontiguousarray(start, dtype=np.float64)
-    d, g = np.empty(len(y)), np.empty((len(y), 3))
-    for _ in range(PROJECTION_STEPS):
-        depth_at(ds, 0, y, d, g)
-        err = np.where(np.isfinite(d), d - dist, np.inf)
-        if np.all(np.abs(err) < PROJECTION_TOL):
-            break
-        y = np.ascontiguousarray(y - np.where(np.isfinite(err), err, 0.0)[:, None] * g)
-    depth_at(ds, 0, y, d, g)
-    return y, np.isfinite(d) & (np.abs(d - dist) < PROJECTION_TOL)
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,8 @@ One step of ``dt`` (:data:`~contactkit.assembly.task.SIM_DT`, 10 ms) from the to
 A contact impulse ``P`` changes the end-of-step velocity through the coupling's implicit terms as well:
 ``(m + h c/2) Δv⁺ = P`` with ``c = k h/2 + d`` (:mod:`contactkit.assembly.coupling`), so the contact problem uses
 the effective inverse mass :func:`contactkit.assembly.coupling.coupled_inverse_mass`. Each stage is timed with
-``time.perf_counter``.
+``time.perf_counter`` (wall, :attr:`SimStep.stage_s`) and ``time.thread_time`` (this thread's CPU,
+:attr:`SimStep.stage_cpu_s`).
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ class SimStep:
         iterations: solver sweeps; residual: its final residual [m/s]; cspace_impulse: ``λ_C`` [N·s].
         cspace_converged: False when the SQP of the C-space normal stopped on its iteration cap (the normal is
         then taken at its last iterate); cspace_sqp_iterations: its iterations. contacts: the clustered contacts.
+        stage_cpu_s: thread-CPU seconds per stage (:data:`STAGES`, ``time.thread_time``: what the step costs one
+        core, whatever else runs on the machine).
     """
 
     state: BodyState
@@ -166,6 +169,7 @@ class SimStep:
     cspace_converged: bool = True
     cspace_sqp_iterations: int = 0
     contacts: Contacts | None = field(default=None, repr=False)
+    stage_cpu_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -295,13 +299,18 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
         cspace: the C-space model ``h(q)`` (§IV), an analytic :class:`SurfaceFunction`, or None (N-space only).
     """
     body, dt = task.body, config.dt
-    t0 = time.perf_counter()
+    wall, cpu = [time.perf_counter()], [time.thread_time()]
+
+    def mark() -> None:
+        wall.append(time.perf_counter())
+        cpu.append(time.thread_time())
+
     v_free, applied_free = coupled_free_velocity(body, state, setpoint_pos, setpoint_quat, gains, dt)
-    t1 = time.perf_counter()
+    mark()
     nodes = detect_nodes(task, state, config.margin)
-    t2 = time.perf_counter()
+    mark()
     contacts = clustering.cluster(task, nodes, state, applied_free)
-    t3 = time.perf_counter()
+    mark()
     row, h = _cspace_row(task, state, cspace, config.cspace_activation, config.cspace_margin)
     c_bias = 0.0
     if row is not None and config.cspace_margin is not None:
@@ -311,14 +320,20 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
                    cspace_bias=c_bias, friction=friction,
                    m_inv=coupled_inverse_mass(body, gains, dt), relaxation=config.relaxation,
                    max_iterations=config.max_iterations, tol=config.tol)
-    t4 = time.perf_counter()
+    mark()
     new_state = advance_pose(body, state, sol.velocity, dt, Integrator.PASSIVE_MIDPOINT)
     applied = applied_coupling_wrench(body, state, sol.velocity, setpoint_pos, setpoint_quat, gains, dt)
-    t5 = time.perf_counter()
-    stages = {"detection": t2 - t1, "clustering": t3 - t2, "solving": t4 - t3, "integration": (t1 - t0) + (t5 - t4)}
+    mark()
+    stages, stages_cpu = _stages(wall), _stages(cpu)
     return SimStep(new_state, sol.wrench, applied, len(nodes.depth), contacts.count, stages, sol.status,
                    row is not None, h, sol.iterations, sol.residual, sol.cspace_impulse,
-                   row is None or row.converged, 0 if row is None else row.sqp_iterations, contacts)
+                   row is None or row.converged, 0 if row is None else row.sqp_iterations, contacts, stages_cpu)
+
+
+def _stages(t: list[float]) -> dict[str, float]:
+    """Seconds per stage from the six clock readings of :func:`step` (integration = its two parts)."""
+    return {"detection": t[2] - t[1], "clustering": t[3] - t[2], "solving": t[4] - t[3],
+            "integration": (t[1] - t[0]) + (t[5] - t[4])}
 
 
 def simulate(task: AssemblyTask, initial: BodyState, setpoints_pos, setpoints_quat, gains: CouplingGains,
