@@ -47,12 +47,16 @@ def test_penetration_of_the_nodes_is_zero_when_free_and_the_push_depth_when_push
     assert deepest == pytest.approx(1e-4, rel=1e-6) and 0.0 < mean <= deepest * (1 + 1e-12)
 
 
-def test_random_commands_are_unit_and_reproducible():
-    a = exp.random_commands(5e-3, 300, np.random.default_rng(1), 5e-3)
-    b = exp.random_commands(5e-3, 300, np.random.default_rng(1), 5e-3)
+def test_random_commands_are_unit_reproducible_and_stay_on_the_thread():
+    pitch, z0, turns = 5e-3, 5e-3, 2.0
+    a = exp.random_commands(pitch, 3000, np.random.default_rng(1), z0, turns)
+    b = exp.random_commands(pitch, 3000, np.random.default_rng(1), z0, turns)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_allclose(np.linalg.norm(a[1], axis=1), 1.0, atol=1e-12)
     assert np.abs(a[0][:, :2]).max() < 10 * exp.ROBUST_OFFSET  # around the bolt's axis
+    z = a[0][:, 2]  # the screwed height plus the OU offset (5 sigma)
+    assert z.min() > z0 - 5 * exp.ROBUST_OFFSET and z.max() < z0 + turns * pitch + 5 * exp.ROBUST_OFFSET
+    assert np.ptp(z) > pitch  # 30 s of random turning covers more than one turn
 
 
 def test_config_refuses_unknown_tasks_and_settings():

@@ -430,21 +430,26 @@ ROBUST_TAU = 0.5
 """[s] correlation time of the random commands (Ornstein-Uhlenbeck)."""
 
 
-def random_commands(pitch: float, n: int, rng: np.random.Generator, z0: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(pos (n,3), quat (n,4))`` arbitrary nut setpoints: the screwed pose of a turn angle whose speed is an
-    Ornstein-Uhlenbeck process (scale :data:`ROBUST_SPIN`), plus OU offsets and tilts (:data:`ROBUST_OFFSET`,
-    :data:`ROBUST_TILT`), all with correlation time :data:`ROBUST_TAU`, at ``SIM_DT``."""
+def random_commands(pitch: float, n: int, rng: np.random.Generator, z0: float, turns: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(pos (n,3), quat (n,4))`` arbitrary nut setpoints: the screwed pose (from height ``z0`` [m]) of a turn
+    angle whose speed is an Ornstein-Uhlenbeck process (scale :data:`ROBUST_SPIN`), kept within ``[0, turns]``
+    turns by reflection (the nut stays on the thread: below is the table, above the bolt's end), plus OU offsets
+    and tilts (:data:`ROBUST_OFFSET`, :data:`ROBUST_TILT`), all with correlation time :data:`ROBUST_TAU`, at
+    ``SIM_DT``."""
     from contactkit.assembly.task import SIM_DT
     from contactkit.geometry.fasteners import screw_pose
     from contactkit.rotations import quat_mul, rotvec_to_quat
 
-    a = math.exp(-SIM_DT / ROBUST_TAU)
+    a, top = math.exp(-SIM_DT / ROBUST_TAU), 2.0 * math.pi * max(turns, 0.0)
     x = np.zeros(6)
     scale = np.array([ROBUST_SPIN, ROBUST_OFFSET, ROBUST_OFFSET, ROBUST_OFFSET, ROBUST_TILT, ROBUST_TILT])
     pos, quat, angle = np.zeros((n, 3)), np.zeros((n, 4)), 0.0
     for t in range(n):
         x = a * x + math.sqrt(1 - a * a) * scale * rng.standard_normal(6)
         angle += x[0] * SIM_DT
+        if not 0.0 <= angle <= top:  # reflect the angle and its speed at the ends of the range
+            angle, x[0] = min(max(-angle if angle < 0.0 else 2.0 * top - angle, 0.0), top), -x[0]
         p, q = screw_pose(pitch, angle, z0=z0)
         pos[t] = p + x[1:4]
         quat[t] = quat_mul(rotvec_to_quat(np.array([x[4], x[5], 0.0])), q)
@@ -463,7 +468,8 @@ def energy(task, gains, state, sp_pos, sp_quat) -> float:
 
 def robustness(p: Pipeline, config: TightAssemblyConfig, rng: np.random.Generator) -> tuple[dict, dict]:
     """(e) ``config.robustness_s`` simulated seconds of :func:`random_commands` on the nut from its screwed pose
-    one pitch up, with ours (learned clustering, Algorithm 1, C-space): NaN, exact penetration, energy growth."""
+    one pitch up (turned up to a pitch below the bolt's top), with ours (learned clustering, Algorithm 1,
+    C-space): NaN, exact penetration, energy growth."""
     from contactkit.assembly.simulator import step
     from contactkit.assembly.task import SIM_DT
     from contactkit.geometry.fasteners import screw_pose
@@ -472,7 +478,9 @@ def robustness(p: Pipeline, config: TightAssemblyConfig, rng: np.random.Generato
     nc, _ = _configs()
     n = max(1, int(round(config.robustness_s / SIM_DT)))
     z0 = p.task.pitch
-    pos, quat = random_commands(p.task.pitch, n, rng, z0)
+    thickness = float(np.ptp(p.task.nodes[:, 2]))
+    turns = (p.task.axis_height - thickness - 2.0 * z0) / p.task.pitch  # one pitch clear of the bolt's top
+    pos, quat = random_commands(p.task.pitch, n, rng, z0, turns)
     state = BodyState.at_rest(*screw_pose(p.task.pitch, 0.0, z0=z0))
     growth, worst, nan, pen, force = 0.0, 0.0, False, [], np.full(n, np.nan)
     for t in range(n):
