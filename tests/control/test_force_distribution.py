@@ -18,6 +18,8 @@ from contactkit.control.force_distribution import (
     distribute_forces,
     distribute_trajectory,
     ground_friction_wrench,
+    polygon_face,
+    polygon_object,
     require_feasible,
     required_wrench,
 )
@@ -180,3 +182,24 @@ def test_trajectory_distribution_of_a_wedge_push():
         assert np.isfinite(d.f_n).all()
         if d.feasible:
             np.testing.assert_allclose(contact_wrench(d, WEDGE_FACE), bb, atol=1e-6)
+
+
+def test_polygon_helpers_match_the_box_and_the_triangle():
+    a, b = 0.044, 0.03
+    box = np.array([[-a, -b], [a, -b], [a, b], [-a, b]])
+    face = polygon_face(box, 3)  # the -x face, pushed along +x
+    ref = box_face(a, b)
+    np.testing.assert_allclose([face.normal_angle, face.offset, face.t_min, face.t_max],
+                               [ref.normal_angle, ref.offset, ref.t_min, ref.t_max], atol=1e-15)
+    tri = np.array([[0.0, 0.0], [0.14, 0.0], [0.0, 0.085]])
+    tri = tri - tri.mean(0)
+    obj = polygon_object(0.35, 0.35 * (0.14**2 + 0.085**2) / 18, tri, n=60)
+    # pressure centre = centroid, to a quarter of the 2.3 mm grid cell (staircase boundary)
+    np.testing.assert_allclose(obj.patch_weights @ obj.patch, 0, atol=0.14 / 60 / 4)
+    assert len(obj.patch) == pytest.approx(60 * 60 / 2, rel=0.05)
+    # each face of the triangle: normal points inward (the centroid is on the inner side) and spans the edge
+    for k in range(3):
+        f = polygon_face(tri, k)
+        assert f.offset < 0 and (f.t_max - f.t_min) == pytest.approx(np.linalg.norm(tri[(k + 1) % 3] - tri[k]))
+    with pytest.raises(Exception, match="counter-clockwise"):
+        polygon_face(tri[::-1], 0)

@@ -10,6 +10,7 @@ from contactkit.control.icr import (
     ArcMode,
     PlanarWorkspace,
     ProfileKind,
+    body_point_twist,
     icr_acceleration,
     icr_arc,
     icr_trajectory,
@@ -126,3 +127,14 @@ def test_bad_goals_are_refused():
         icr_arc(start, [np.nan, 0.0, 0.2])
     with pytest.raises(InvalidInputError, match="chirp_amplitude"):
         AngularProfile(ProfileKind.CHIRP, chirp_amplitude=1.0)
+
+
+def test_body_point_twist_is_the_derivative_of_the_carried_point():
+    start, goal, dt = np.array([0.0, 0.0, 0.2]), np.array([0.2, 0.1, 1.0]), 1e-3
+    poses, tw = icr_trajectory(start, goal, AngularProfile(ProfileKind.CHIRP), 2.0, dt)
+    r = np.array([-0.05, 0.02])
+    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
+    pts = poses[:, :2] + np.stack([c * r[0] - s * r[1], s * r[0] + c * r[1]], -1)
+    v = body_point_twist(poses, tw, r)
+    np.testing.assert_allclose(v[1:-1, :2], (pts[2:] - pts[:-2]) / (2 * dt), atol=1e-5)
+    np.testing.assert_array_equal(v[:, 2], tw[:, 2])

@@ -13,6 +13,8 @@ from contactkit.control.force_distribution import (
     distribute_forces,
     distribute_trajectory,
     ground_friction_wrench,
+    polygon_face,
+    polygon_object,
     require_feasible,
     required_wrench,
 )
@@ -24,6 +26,7 @@ from contactkit.control.icr import (
     IcrArc,
     PlanarWorkspace,
     ProfileKind,
+    body_point_twist,
     icr_acceleration,
     icr_arc,
     icr_trajectory,
@@ -51,5 +54,5 @@ __all__ = [
     "PDCommand", "PDGains", "PlanarObject", "PlanarWorkspace", "ProfileKind", "PushedFace", "TwoTipPusher",
     "admissible_centres", "box_face", "box_object", "damped_pinv", "distribute_forces", "distribute_trajectory",
     "ground_friction_wrench", "icr_acceleration", "icr_arc", "icr_trajectory", "pd_torque", "planar_task_jacobian",
-    "profile_progress", "require_feasible", "required_wrench",
+    "profile_progress", "require_feasible", "required_wrench", "body_point_twist", "polygon_face", "polygon_object",
 ]

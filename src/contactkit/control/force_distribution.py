@@ -139,6 +139,45 @@ def box_object(mass: float, half_x: float, half_y: float, n: int = GROUND_PATCH_
     return PlanarObject(mass, mass * (half_x**2 + half_y**2) / 3.0, pts, np.full(n * n, 1.0 / (n * n)))
 
 
+def _convex_ccw(polygon) -> np.ndarray:
+    P = np.asarray(polygon, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] != 2 or len(P) < 3 or not np.isfinite(P).all():
+        raise InvalidInputError(f"polygon must be (V >= 3, 2) finite vertices [m], got shape {P.shape}")
+    e = np.roll(P, -1, 0) - P
+    cross = e[:, 0] * np.roll(e, -1, 0)[:, 1] - e[:, 1] * np.roll(e, -1, 0)[:, 0]
+    if (cross <= 0).any():
+        raise InvalidInputError("polygon must be convex and counter-clockwise (object plan, body frame)")
+    return P
+
+
+def polygon_object(mass: float, inertia_z: float, polygon, n: int = GROUND_PATCH_N) -> PlanarObject:
+    """A uniform-pressure footprint over a convex counter-clockwise ``(V, 2)`` plan [m, body frame, origin at the
+    centre of mass]: the points of an ``n × n`` midpoint grid of its bounding box that lie inside, equal weights."""
+    P = _convex_ccw(polygon)
+    lo, hi = P.min(0), P.max(0)
+    g = [(np.arange(n) + 0.5) / n * (hi[k] - lo[k]) + lo[k] for k in range(2)]
+    pts = np.stack(np.meshgrid(*g, indexing="ij"), -1).reshape(-1, 2)
+    e = np.roll(P, -1, 0) - P
+    rel = pts[:, None, :] - P[None]
+    inside = (e[None, :, 0] * rel[..., 1] - e[None, :, 1] * rel[..., 0] >= 0).all(-1)
+    pts = pts[inside]
+    return PlanarObject(mass, inertia_z, pts, np.full(len(pts), 1.0 / len(pts)))
+
+
+def polygon_face(polygon, edge: int) -> PushedFace:
+    """The pushed face on edge ``edge`` (from vertex ``edge`` to the next) of a convex counter-clockwise plan
+    ``(V, 2)`` [m, body frame, origin inside]: inward normal = the edge direction turned +90°."""
+    P = _convex_ccw(polygon)
+    if not 0 <= edge < len(P):
+        raise InvalidInputError(f"edge must index one of the {len(P)} polygon edges, got {edge!r}")
+    a, b = P[edge], P[(edge + 1) % len(P)]
+    d = (b - a) / np.linalg.norm(b - a)
+    e_n = np.array([-d[1], d[0]])
+    e_t = np.array([-e_n[1], e_n[0]])
+    ta, tb = float(a @ e_t), float(b @ e_t)
+    return PushedFace(float(np.arctan2(e_n[1], e_n[0])), float(a @ e_n), min(ta, tb), max(ta, tb))
+
+
 def _jz(v: np.ndarray) -> np.ndarray:
     return np.stack([-v[..., 1], v[..., 0]], -1)
 

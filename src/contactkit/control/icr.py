@@ -295,3 +295,17 @@ def world_to_body(poses, vectors) -> np.ndarray:
     poses, vectors = np.asarray(poses, dtype=np.float64), np.asarray(vectors, dtype=np.float64)
     lin = np.einsum("tji,tj->ti", _rot(poses[:, 2]), vectors[:, :2])
     return np.concatenate([lin, vectors[:, 2:3]], -1)
+
+
+def body_point_twist(poses, twists_w, point_b) -> np.ndarray:
+    """Planar twist ``(ẋ, ẏ [m/s], ω [rad/s])``, world frame, of the point fixed at ``point_b`` ``(2,)`` [m, body
+    frame] of an object moving with ``poses``, ``twists_w`` ``(T, 3)``: ``v_p = v + ω Jz R(θ) point_b`` — e.g. the
+    nominal end-effector velocity that keeps a pusher on its planned contact (Algorithm 1's ``v_e^H``, open loop)."""
+    poses, twists_w = np.asarray(poses, dtype=np.float64), np.asarray(twists_w, dtype=np.float64)
+    point_b = np.asarray(point_b, dtype=np.float64)
+    if poses.shape != twists_w.shape or poses.ndim != 2 or poses.shape[1] != 3 or point_b.shape != (2,):
+        raise InvalidInputError(f"poses and twists must be (T, 3) and point (2,), got {poses.shape}, "
+                                f"{twists_w.shape}, {point_b.shape}")
+    r = np.einsum("tij,j->ti", _rot(poses[:, 2]), point_b)
+    v = twists_w[:, :2] + twists_w[:, 2:3] * np.stack([-r[:, 1], r[:, 0]], -1)
+    return np.concatenate([v, twists_w[:, 2:3]], -1)
