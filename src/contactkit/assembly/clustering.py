@@ -39,6 +39,7 @@ search space of :mod:`contactkit.assembly.cma_fit`), laid out by :func:`param_la
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -198,12 +199,27 @@ def node_inputs(task: AssemblyTask, points: np.ndarray, state: BodyState, applie
     q = -q if q[0] < 0 else q
     pos, v, w = (np.asarray(a, dtype=np.float64).reshape(3) for a in (state.pos, state.lin_vel, state.ang_vel))
     wr = np.asarray(applied_wrench, dtype=np.float64).reshape(6)
-    com = com_position(task.body, state)
-    vel = v + np.cross(w, x - pos)
-    tau = wr[3:] + np.cross(com - x, wr[:3])
-    n = len(x)
-    return np.concatenate([x, np.broadcast_to(q, (n, 4)), vel, np.broadcast_to(w, (n, 3)),
-                           np.broadcast_to(wr[:3], (n, 3)), tau], axis=1)
+    out = np.empty((len(x), N_INPUT))
+    _inputs_kernel(np.ascontiguousarray(x), q, pos, v, w, wr, com_position(task.body, state), out)
+    return out
+
+
+@njit(cache=True)
+def _inputs_kernel(x, q, pos, v, w, wr, com, out):
+    """Rows of ``out (N, 19)`` (written): ``[x_i; q; v + ω × (x_i − p); ω; f; τ_c + (c − x_i) × f]``."""
+    for i in range(x.shape[0]):
+        r0, r1, r2 = x[i, 0] - pos[0], x[i, 1] - pos[1], x[i, 2] - pos[2]
+        a0, a1, a2 = com[0] - x[i, 0], com[1] - x[i, 1], com[2] - x[i, 2]
+        out[i, 0], out[i, 1], out[i, 2] = x[i, 0], x[i, 1], x[i, 2]
+        out[i, 3], out[i, 4], out[i, 5], out[i, 6] = q[0], q[1], q[2], q[3]
+        out[i, 7] = v[0] + (w[1] * r2 - w[2] * r1)
+        out[i, 8] = v[1] + (w[2] * r0 - w[0] * r2)
+        out[i, 9] = v[2] + (w[0] * r1 - w[1] * r0)
+        out[i, 10], out[i, 11], out[i, 12] = w[0], w[1], w[2]
+        out[i, 13], out[i, 14], out[i, 15] = wr[0], wr[1], wr[2]
+        out[i, 16] = wr[3] + (a1 * wr[2] - a2 * wr[1])
+        out[i, 17] = wr[4] + (a2 * wr[0] - a0 * wr[2])
+        out[i, 18] = wr[5] + (a0 * wr[1] - a1 * wr[0])
 
 
 def _scaled(net: ClusteringNet, inputs: np.ndarray) -> np.ndarray:
@@ -307,8 +323,23 @@ def normal_angles(net: ClusteringNet, inputs_r: np.ndarray, normals_r: np.ndarra
 
 def _rotate(v: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """Rodrigues: rows of ``v (M, 3)`` turned by ``angle (M,)`` [rad] about the unit rows of ``axis (M, 3)``."""
-    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
-    return v * c + np.cross(axis, v) * s + axis * np.sum(axis * v, axis=1, keepdims=True) * (1 - c)
+    out = np.empty_like(v)
+    _rotate_kernel(np.ascontiguousarray(v, dtype=np.float64), np.ascontiguousarray(axis, dtype=np.float64),
+                   np.ascontiguousarray(angle, dtype=np.float64), out)
+    return out
+
+
+@njit(cache=True)
+def _rotate_kernel(v, axis, angle, out):
+    """:func:`_rotate` into ``out (M, 3)``: ``v cos θ + (a × v) sin θ + a (a·v)(1 − cos θ)``."""
+    for i in range(v.shape[0]):
+        c, s = math.cos(angle[i]), math.sin(angle[i])
+        a0, a1, a2 = axis[i, 0], axis[i, 1], axis[i, 2]
+        v0, v1, v2 = v[i, 0], v[i, 1], v[i, 2]
+        dot = a0 * v0 + a1 * v1 + a2 * v2
+        out[i, 0] = v0 * c + (a1 * v2 - a2 * v1) * s + a0 * dot * (1 - c)
+        out[i, 1] = v1 * c + (a2 * v0 - a0 * v2) * s + a1 * dot * (1 - c)
+        out[i, 2] = v2 * c + (a0 * v1 - a1 * v0) * s + a2 * dot * (1 - c)
 
 
 def rotate_normals(normals: np.ndarray, angles: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from scipy.spatial import cKDTree
 
 from contactkit.assembly.task import AssemblyTask
 from contactkit.depth import NodeContacts
+from contactkit.engine._kernels_depthnet import depth_at
 from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
 
@@ -30,7 +31,11 @@ PROJECTION_TOL = 1e-8
 PATCH_STEPS = 2
 """Nearest-contact tangent-plane projections that put an averaged point on the tool's contact patch."""
 NEIGHBOUR_POOL = 32
-"""Nearest tool nodes kept per node (body frame) to find ``S_i`` among the contacts without a tree per step."""
+"""Nearest tool nodes kept per node (body frame) to find ``S_i`` among the contacts without a tree per step.
+Measured (M48 nut, 169 contacts on its thread flanks, k = 10): 165 contacts find fewer than ``k`` in a pool of 32
+and go to the cKDTree (0.12 ms thread-CPU); a pool of 128 finds all (0.025 ms) with the same neighbour distances,
+but it breaks ties among equidistant nodes (the regular thread mesh) otherwise than the tree, which changed the
+nut's simulated wrench by up to 0.5 N within 15 steps: kept at 32 so results stay those of the tree."""
 NODE_MATCH_TOL = 1e-7
 """[m] how far a contact point may lie from its node (``node_index``) at the state for the precomputed search."""
 
@@ -166,15 +171,31 @@ def project_to_surface(task: AssemblyTask, x: np.ndarray, dist: np.ndarray, pts:
 
 def _newton(ds, start: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Newton steps on the depth network from ``start (M, 3)`` to the level sets ``dist (M,)``; ``(points, ok)``."""
-    from contactkit.engine._kernels_depthnet import depth_at
+    y = np.array(start, dtype=np.float64, order="C")
+    ok = np.empty(len(y), dtype=np.bool_)
+    _newton_kernel(ds, y, np.ascontiguousarray(dist, dtype=np.float64), PROJECTION_STEPS, PROJECTION_TOL, ok)
+    return y, ok
 
-    y = np.ascontiguousarray(start, dtype=np.float64)
-    d, g = np.empty(len(y)), np.empty((len(y), 3))
-    for _ in range(PROJECTION_STEPS):
+
+@njit(cache=True)
+def _newton_kernel(ds, y, dist, steps, tol, ok):
+    """:func:`_newton` in numba (``y (M, 3)`` updated in place, ``ok (M,)`` written): all points step together
+    until every one is within ``tol`` (a point outside the domain, ``d = inf``, stays where it is)."""
+    m = y.shape[0]
+    d, g = np.empty(m), np.empty((m, 3))
+    for _ in range(steps):
         depth_at(ds, 0, y, d, g)
-        err = np.where(np.isfinite(d), d - dist, np.inf)
-        if np.all(np.abs(err) < PROJECTION_TOL):
+        done = True
+        for p in range(m):
+            if not (np.isfinite(d[p]) and abs(d[p] - dist[p]) < tol):
+                done = False
+        if done:
             break
-        y = np.ascontiguousarray(y - np.where(np.isfinite(err), err, 0.0)[:, None] * g)
+        for p in range(m):
+            if np.isfinite(d[p]):
+                err = d[p] - dist[p]
+                for c in range(3):
+                    y[p, c] = y[p, c] - err * g[p, c]
     depth_at(ds, 0, y, d, g)
-    return y, np.isfinite(d) & (np.abs(d - dist) < PROJECTION_TOL)
+    for p in range(m):
+        ok[p] = np.isfinite(d[p]) and abs(d[p] - dist[p]) < tol

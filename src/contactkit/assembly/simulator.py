@@ -22,6 +22,7 @@ the effective inverse mass :func:`contactkit.assembly.coupling.coupled_inverse_m
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,21 +221,46 @@ def learned_depth(task: AssemblyTask, points: np.ndarray, below: float) -> tuple
     """
     det = _detector(task)
     ds = det.ds
-    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    keep = np.all((points >= ds.box_lo[0]) & (points <= ds.box_hi[0]), axis=1)
-    if np.isfinite(det.radius) and np.isfinite(below):
-        rel = points - det.origin
-        radial = rel - np.outer(rel @ det.axis, det.axis)
-        keep &= np.einsum("ij,ij->i", radial, radial) < (det.radius + max(below, 0.0)) ** 2
-    cand = np.flatnonzero(keep)
-    sub, grad = np.empty(len(cand)), np.empty((len(cand), 3))
-    _evaluate_chunks(ds, np.ascontiguousarray(points[cand]), sub, grad, float(below))
-    norm = np.linalg.norm(grad, axis=1)
-    depth, normals = np.full(len(points), np.inf), np.zeros((len(points), 3))
-    ok = norm > MIN_GRADIENT
-    depth[cand] = np.where(ok | (sub > below), sub, np.inf)
-    normals[cand[ok]] = grad[ok] / norm[ok, None]
+    points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+    r2 = (det.radius + max(below, 0.0)) ** 2 if np.isfinite(det.radius) and np.isfinite(below) else np.inf
+    depth, normals = np.empty(len(points)), np.empty((len(points), 3))
+    _depth_kernel(ds, points, ds.box_lo[0], ds.box_hi[0], det.origin, det.axis, r2, float(below), depth, normals)
     return depth, normals
+
+
+@njit(cache=True)
+def _depth_kernel(ds, points, lo, hi, origin, axis, r2, below, depth, normals):
+    """:func:`learned_depth` in one pass (writes ``depth (M,)``, ``normals (M, 3)``): the broad phase (domain box,
+    radius about the axis: ``|rel − (rel·a) a|² < r2``), the depth kernel over the candidates, the scatter."""
+    m = points.shape[0]
+    cand = np.empty(m, np.int64)
+    n = 0
+    for p in range(m):
+        depth[p] = np.inf
+        normals[p, 0], normals[p, 1], normals[p, 2] = 0.0, 0.0, 0.0
+        x, y, z = points[p, 0], points[p, 1], points[p, 2]
+        if not (lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1] and lo[2] <= z <= hi[2]):
+            continue
+        if r2 < np.inf:
+            rx, ry, rz = x - origin[0], y - origin[1], z - origin[2]
+            t = rx * axis[0] + ry * axis[1] + rz * axis[2]
+            rx, ry, rz = rx - t * axis[0], ry - t * axis[1], rz - t * axis[2]
+            if not rx * rx + ry * ry + rz * rz < r2:
+                continue
+        cand[n] = p
+        n += 1
+    sub = np.empty(n)
+    grad = np.empty((n, 3))
+    _evaluate_chunks(ds, points[cand[:n]], sub, grad, below)
+    for q in range(n):
+        p = cand[q]
+        norm = math.sqrt(grad[q, 0] ** 2 + grad[q, 1] ** 2 + grad[q, 2] ** 2)
+        ok = norm > MIN_GRADIENT
+        if ok or sub[q] > below:
+            depth[p] = sub[q]
+        if ok:
+            for c in range(3):
+                normals[p, c] = grad[q, c] / norm
 
 
 def detect_nodes(task: AssemblyTask, state: BodyState, margin: float) -> NodeContacts:
