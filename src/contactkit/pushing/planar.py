@@ -1,0 +1,73 @@
+"""Planar geometry of the pushed object (pushing paper eqs 11–12): poses, the plan polygon, tip distances.
+
+A planar pose is ``(x, y, θ)`` of the object's centre of mass in the world (metres, radians); a planar twist is
+``(v_x, v_y, ω)`` in the world frame. Points are world ``(x, y)`` unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+
+
+def rotation_2d(theta: float) -> np.ndarray:
+    """``(2, 2)`` rotation by ``theta`` [rad]."""
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def world_polygon(polygon: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """``(V, 2)`` world vertices of an object-frame polygon ``(V, 2)`` at planar ``pose`` ``(3,)``."""
+    pose = np.asarray(pose, dtype=np.float64)
+    return np.asarray(polygon) @ rotation_2d(pose[2]).T + pose[:2]
+
+
+def point_jacobian(pose: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """``(2, 3)`` world velocity of the body point at world ``point`` ``(2,)`` per planar twist (eq 12's ``A_ob``).
+
+    ``v_p = v + ω e_z × r`` with ``r = p - com``: ``[[1, 0, -r_y], [0, 1, r_x]]``.
+    """
+    r = np.asarray(point, dtype=np.float64) - np.asarray(pose, dtype=np.float64)[:2]
+    return np.array([[1.0, 0.0, -r[1]], [0.0, 1.0, r[0]]])
+
+
+@dataclass(frozen=True)
+class FaceDistance:
+    """Signed distance of a point to a convex polygon and the face it is closest to.
+
+    Attributes:
+        distance: signed distance [m] (> 0 outside, < 0 inside: minus the distance to the nearest face).
+        normal: ``(2,)`` outward unit normal of the nearest face (world).
+        closest: ``(2,)`` nearest point on the polygon boundary (world) [m].
+        face: index of the face (edge from vertex ``face`` to ``face + 1``).
+    """
+
+    distance: float
+    normal: np.ndarray
+    closest: np.ndarray
+    face: int
+
+
+def face_distance(vertices: np.ndarray, point: np.ndarray) -> FaceDistance:
+    """Signed distance from ``point`` ``(2,)`` to the convex counter-clockwise polygon ``vertices`` ``(V, 2)``.
+
+    Outside, the nearest boundary point may be a vertex; the reported normal is then that of the adjacent
+    face with the larger signed plane distance (the face the point is in front of), which is the face a
+    pusher tip pushes on.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    p = np.asarray(point, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3 or p.shape != (2,):
+        raise InvalidInputError(f"face_distance needs (V>=3, 2) vertices and a (2,) point, got {v.shape}, {p.shape}")
+    edges = np.roll(v, -1, axis=0) - v
+    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1) / np.linalg.norm(edges, axis=1)[:, None]
+    plane = np.einsum("ij,ij->i", p - v, normals)
+    face = int(np.argmax(plane))
+    t = np.clip(np.dot(p - v[face], edges[face]) / np.dot(edges[face], edges[face]), 0.0, 1.0)
+    closest = v[face] + t * edges[face]
+    if plane[face] <= 0.0:
+        return FaceDistance(float(plane[face]), normals[face], p - plane[face] * normals[face], face)
+    return FaceDistance(float(np.linalg.norm(p - closest)), normals[face], closest, face)
