@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contactkit.assembly.coupling import CouplingGains, default_gains
-from contactkit.assembly.reference import REFERENCE_MARGIN, REFERENCE_TOL, reference_step
+from contactkit.assembly.reference import REFERENCE_TOL, reference_margin, reference_step
 from contactkit.assembly.task import REFERENCE_DT, SIM_DT, AssemblyTask
 from contactkit.assembly.trajectories import KINDS, Trajectory, TrajectoryKind, random_trajectory
 from contactkit.data import DatasetMeta, DatasetWriter, Episode, open_dataset
@@ -151,7 +151,7 @@ def reference_meta(task: AssemblyTask, seed: int, gains: CouplingGains | None = 
     g = gains or default_gains(task)
     scene = {**task_identity(task), "friction": task.friction, "clearance": task.clearance,
              "axis_height": task.axis_height, "pitch": task.pitch, "mass": task.body.mass}
-    world = {"reference_dt": REFERENCE_DT, "margin": REFERENCE_MARGIN, "solver_tol": REFERENCE_TOL,
+    world = {"reference_dt": REFERENCE_DT, "margin": reference_margin(task), "solver_tol": REFERENCE_TOL,
              "gains": {"stiffness": g.stiffness, "angular_stiffness": g.angular_stiffness, "damping": g.damping,
                        "angular_damping": g.angular_damping}}
     policy = {"name": "human-like-setpoints", "kinds": [k.value for k in KINDS[task.kind]],
