@@ -22,6 +22,8 @@ def reference(
     task: Annotated[str, typer.Option(help="peg-in-hole | bolting")] = "peg-in-hole",
     steps: Annotated[int, typer.Option(help="rows of 10 ms (each ten 1 ms reference steps)")] = 20000,
     seed: int = 0,
+    diameter: Annotated[float | None, typer.Option(help="bolting: ISO bolt diameter [mm] (a Table II pair)")] = None,
+    pitch: Annotated[float | None, typer.Option(help="bolting: thread pitch [mm] (a Table II pair)")] = None,
 ) -> None:
     """Make a reference dataset: random human-like setpoint trajectories through the high-fidelity 1 ms
     simulation (exact contacts, all nodes, Coulomb cone), stored at 10 ms rows."""
@@ -35,7 +37,11 @@ def reference(
             raise InvalidInputError(f"--steps must be >= 1, got {steps}")
         if seed < 0:
             raise InvalidInputError(f"--seed must be >= 0, got {seed}")
-        t = assembly_task(task, depth_net=None)
+        sizes = {} if diameter is None and pitch is None else {
+            "diameter": None if diameter is None else diameter * 1e-3, "pitch": None if pitch is None else pitch * 1e-3}
+        if sizes and task != "bolting":
+            raise InvalidInputError(f"--diameter/--pitch are for --task bolting, got --task {task}")
+        t = assembly_task(task, depth_net=None, **sizes)
         plan = episode_plan(t, steps, np.random.default_rng(seed))
         stats = []
         with DatasetWriter(out, meta=reference_meta(t, seed)) as writer, progress() as bar:
