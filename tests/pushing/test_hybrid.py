@@ -75,10 +75,10 @@ def test_box_friction_bounds_hold_along_a_push(cube):
     assert step.in_contact.any() and world.state.obj_pose[0] > scene.object_pose[0]
 
 
-def _free_object_world(scene, arm, obj_vel):
+def _free_object_world(scene, arm, obj_vel, yaw=0.0):
     world = HybridPushWorld(scene, arm=arm, solver=TIGHT)
     q = np.array(scene.home_q)
-    world.reset(PushState(q, np.zeros(7), np.array([0.75, 0.2, 0.0]), np.asarray(obj_vel, dtype=float)))
+    world.reset(PushState(q, np.zeros(7), np.array([0.75, 0.2, yaw]), np.asarray(obj_vel, dtype=float)))
     return world
 
 
@@ -94,10 +94,12 @@ def test_sliding_object_decelerates_at_mu_g_per_axis(cube):
         assert world.state.obj_vel[:2] == pytest.approx(expect, abs=1e-9)
 
 
-def test_spinning_cube_decelerates_at_the_box_friction_torque(cube):
-    """Four corner supports, box friction: torque μ (m g / 4) (|r_x| + |r_y|) each, ω̇ = -μ m g a / I_z = -6 μ g / a."""
+@pytest.mark.parametrize("yaw", [0.0, 0.7])
+def test_spinning_cube_decelerates_at_the_box_friction_torque(cube, yaw):
+    """Four corner supports, box friction: torque μ (m g / 4) (|r_x| + |r_y|) each, ω̇ = -μ m g a / I_z = -6 μ g / a,
+    whatever the cube's yaw (friction boxes along the object's axes)."""
     scene, arm = cube
-    world = _free_object_world(scene, arm, [0.0, 0.0, 3.0])
+    world = _free_object_world(scene, arm, [0.0, 0.0, 3.0], yaw)
     world.step(arm.bias(world.state.q, np.zeros(7)))
     expect = 3.0 - 6.0 * scene.mu_ground * GRAVITY_MPS2 / scene.object_size[0] * scene.dt
     assert world.state.obj_vel[2] == pytest.approx(expect, abs=1e-9)
@@ -126,3 +128,16 @@ def test_bad_torque_is_refused(cube):
     scene, arm = cube
     with pytest.raises(InvalidInputError, match="torque"):
         HybridPushWorld(scene, arm=arm).step(np.full(7, np.nan))
+
+
+def test_unconverged_pgs_steps_fall_back_to_lemke(cube):
+    scene, arm = cube
+    state = _touching_state(scene, arm, np.random.default_rng(3))
+    state = dataclasses.replace(state, obj_vel=np.array([-0.05, 0.0, 0.0]))
+    capped = HybridPushWorld(scene, arm=arm, solver=BoxPGS(tol=1e-12, max_iterations=1))
+    exact = HybridPushWorld(scene, arm=arm, solver=LemkeBoxSolver())
+    capped.reset(state)
+    exact.reset(state)
+    a, b = capped.step(arm.bias(state.q, state.qd)), exact.step(arm.bias(state.q, state.qd))
+    assert capped.fallbacks == 1 and a.contact_force[:, 0].max() > 0.0
+    assert a.contact_force == pytest.approx(b.contact_force, abs=1e-12)

@@ -9,7 +9,8 @@ Generalised velocity ``v = [q̇ (7); v_x, v_y, ω (object, world); s (S support 
   :data:`CONTACT_MARGIN` is a contact with normal ``n`` (the face's outward normal: the force on the pusher),
   tangent ``t = e_z × n`` (eq 3's ``λ_t``) and the vertical tangent ``e_z``;
 * ground friction ``f`` of eq 11: the object's plan vertices are support points with a normal load of
-  ``m g / V`` each (uniform pressure lumped at the vertices) and box friction ``μ_ground`` in x and y.
+  ``m g / V`` each (uniform pressure lumped at the vertices) and box friction ``μ_ground`` along the object's
+  x and y axes (so the model is invariant to the object's yaw).
   Each support's normal row acts on its own virtual vertical degree of freedom of mass ``m / V`` (a
   unilateral support under gravity), so the normal impulse the MLCP finds is exactly ``m g h / V``;
 * the MLCP of eq 7 with complementarity eq 8 is the engine's :class:`ContactProblem` (impulse ``hλ`` as
@@ -164,10 +165,12 @@ def assemble_problem(
         points[j], frames[j], bias[3 * j], mu[j] = point, frame, b, scene.mu_contact
         jac[j, :, :N_ARM_JOINTS] = j_arm
         jac[j, :2, N_ARM_JOINTS:N_ARM_JOINTS + 3] = -j_obj
+    c, si = np.cos(state.obj_pose[2]), np.sin(state.obj_pose[2])
+    support_frame = np.array([[0.0, 0.0, 1.0], [c, si, 0.0], [-si, c, 0.0]])  # n = e_z, t1/t2 = object x/y
     for s in range(n_sup):
         j = len(rows) + s
         points[j] = [poly[s, 0], poly[s, 1], 0.0]
-        frames[j] = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        frames[j] = support_frame
         jac[j, :2, N_ARM_JOINTS:N_ARM_JOINTS + 3] = point_jacobian(state.obj_pose, poly[s])
         jac[j, 2, N_ARM_JOINTS + 3 + s] = 1.0
         mu[j] = scene.mu_ground

@@ -59,6 +59,12 @@ _TABLE_II = {
     ObjectKind.WEDGE: (0.350, (0.140, 0.085, 0.080), 0.040),
 }
 
+_DEFAULT_POSE = {
+    # Tips at HOME_Q are at x = 0.4005 m, y = ±0.032 m; faces 0.5 mm beyond the 5 mm tip radius.
+    ObjectKind.CUBE: (0.4005 + 0.0055 + 0.044, 0.0, 0.0),
+    ObjectKind.WEDGE: (0.4005 + 0.0055 + 0.140 / 3, 0.085 / 3 - 0.085 / 2, 0.0),
+}
+
 HOME_Q = (-0.0505, 0.9701, -0.0345, 1.1221, 0.1853, 0.1549, 1.7229)
 """Default arm posture [rad]: pusher pointing down, tips at the cube's mid-height just behind its -x face (IK, best
 conditioned of 30 random starts; smallest singular value of the 6x7 Jacobian 0.21)."""
@@ -119,9 +125,14 @@ class PushScene:
 
     @classmethod
     def for_object(cls, kind: ObjectKind, **overrides) -> PushScene:
-        """The Table II setup of ``kind`` (object and pusher masses, object size), with ``overrides``."""
+        """The Table II setup of ``kind`` (object and pusher masses, object size), with ``overrides``.
+
+        The default object pose puts the face to be pushed (the cube's -x face; the wedge's 85 mm leg, centred
+        on the tips) 0.5 mm in front of the tips at :data:`HOME_Q`.
+        """
         mass, size, pusher = _TABLE_II[ObjectKind(kind)]
-        values = dict(object_kind=ObjectKind(kind), object_mass=mass, object_size=size, pusher_mass=pusher)
+        values = dict(object_kind=ObjectKind(kind), object_mass=mass, object_size=size, pusher_mass=pusher,
+                      object_pose=_DEFAULT_POSE[ObjectKind(kind)])
         values.update(overrides)
         return cls(**values)
 
