@@ -10,7 +10,7 @@ from contactkit.engine.reference.solvers import BoxPGS, LemkeBoxSolver
 from contactkit.errors import InvalidInputError
 from contactkit.pushing.arm import Arm, pd_from_ee_velocity
 from contactkit.pushing.hybrid import N_TIPS, HybridPushWorld, PushState, assemble_problem
-from contactkit.pushing.scene import GRAVITY_MPS2, ObjectKind, PushScene
+from contactkit.pushing.scene import GRAVITY_MPS2, ObjectKind, PushScene, object_polygon
 
 BOUND_TOL = 1e-12
 """Slack [N s] on the box-friction bounds of a solved step."""
@@ -26,18 +26,19 @@ def cube():
 
 
 def _touching_state(scene, arm, rng, gap=0.0, theta=0.0, y=0.0, noise=0.0):
-    """Arm at home (plus noise), cube face ``gap`` [m] in front of the tips, rotated by ``theta``."""
+    """Arm at home (plus noise), the object's -x face ``gap`` [m] in front of the tips, rotated by ``theta``."""
     q = np.array(scene.home_q) + noise * rng.normal(size=7)
     tips = arm.tip_positions(q)
-    half = 0.5 * scene.object_size[0]
+    half = -object_polygon(scene)[:, 0].min()
     x = tips[:, 0].mean() + scene.tip_radius + gap + half / np.cos(theta)
-    return PushState(q, 10 * noise * rng.normal(size=7), np.array([x, y, theta]),
+    return PushState(q, 10 * noise * rng.normal(size=7), np.array([x, scene.object_pose[1] + y, theta]),
                      np.zeros(3) if noise == 0 else 4 * noise * rng.normal(size=3))
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_pgs_equals_lemke_on_random_contact_configurations(cube, seed):
-    scene, arm = cube
+@pytest.mark.parametrize("kind, seed", [(ObjectKind.CUBE, s) for s in range(5)] + [(ObjectKind.WEDGE, 5)])
+def test_pgs_equals_lemke_on_random_contact_configurations(kind, seed):
+    scene = PushScene.for_object(kind)
+    arm = Arm(scene)
     rng = np.random.default_rng(seed)
     state = _touching_state(scene, arm, rng, gap=rng.uniform(-1e-3, 0.0), theta=rng.uniform(-0.15, 0.15),
                             y=rng.uniform(-0.01, 0.01), noise=5e-3)
@@ -46,7 +47,7 @@ def test_pgs_equals_lemke_on_random_contact_configurations(cube, seed):
     push = sum(jac[0] * f for jac, f in zip(arm.tip_jacobians(state.q), rng.uniform(0.0, 3.0, N_TIPS), strict=True))
     torque = arm.bias(state.q, np.zeros(7)) + push + 0.3 * rng.normal(size=7)
     problem, layout = assemble_problem(scene, arm, state, torque)
-    assert layout.tips == (0, 1) and layout.supports == 4
+    assert layout.tips == (0, 1) and layout.supports == len(object_polygon(scene))
     lemke = LemkeBoxSolver().solve(problem)
     pgs = BoxPGS(tol=1e-8, max_iterations=20000).solve(problem)
     assert lemke.converged and max(lemke.residuals.values()) <= 1e-10
