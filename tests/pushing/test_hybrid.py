@@ -8,7 +8,7 @@ import pytest
 from contactkit.engine.reference.problem import velocity_after
 from contactkit.engine.reference.solvers import BoxPGS, LemkeBoxSolver
 from contactkit.errors import InvalidInputError
-from contactkit.pushing.arm import Arm, pd_from_ee_velocity
+from contactkit.pushing.arm import Arm, JointPD, pd_from_ee_velocity
 from contactkit.pushing.hybrid import N_TIPS, HybridPushWorld, PushState, assemble_problem
 from contactkit.pushing.scene import GRAVITY_MPS2, ObjectKind, PushScene, object_polygon
 
@@ -142,3 +142,14 @@ def test_unconverged_pgs_steps_fall_back_to_lemke(cube):
     a, b = capped.step(arm.bias(state.q, state.qd)), exact.step(arm.bias(state.q, state.qd))
     assert capped.fallbacks == 1 and a.contact_force[:, 0].max() > 0.0
     assert a.contact_force == pytest.approx(b.contact_force, abs=1e-12)
+
+
+def test_saturating_pd_is_clipped_to_the_torque_limits(cube):
+    scene, arm = cube
+    world = HybridPushWorld(scene, arm=arm)
+    q = np.array(scene.home_q)
+    pd = JointPD(np.full(7, 1e4), np.full(7, 10.0), q + 0.5, np.zeros(7))
+    step = world.step_pd(pd)
+    assert np.abs(step.torque).max() == pytest.approx(arm.torque_limit.max())
+    assert np.all(np.abs(step.torque) <= arm.torque_limit)
+    assert world.steps == 1

@@ -243,32 +243,38 @@ class HybridPushWorld:
     def step(self, torque: np.ndarray) -> PushStep:
         """One step of ``scene.dt`` under joint torques ``(7,)`` [N m], clipped to the arm's torque limits."""
         tau = np.clip(_check_vec("torque", torque, 7), -self.arm.torque_limit, self.arm.torque_limit)
-        return self._advance(tau, None)
+        return self._commit(*self._solve(tau, None))
 
     def step_pd(self, pd: JointPD, torque_ff: np.ndarray | None = None) -> PushStep:
         """One step under the joint PD of eq 15 (implicit in the MLCP) plus an optional feed-forward ``(7,)``.
 
-        The reported torque is the PD law evaluated at the end of the step; the torque limits are not applied
-        to the implicit PD (clip the gains or use :meth:`step` with :func:`contactkit.pushing.arm.pd_torque`
-        where the limits matter).
+        The reported torque is the PD law evaluated at the end of the step. If it exceeds the arm's torque limits,
+        the step is redone with that torque clipped to the limits and held constant (saturated actuators).
         """
         ff = np.zeros(N_ARM_JOINTS) if torque_ff is None else _check_vec("torque_ff", torque_ff, 7)
-        return self._advance(ff, pd)
+        trial = self._solve(ff, pd)
+        if np.all(np.abs(trial[0].torque) <= self.arm.torque_limit):
+            return self._commit(*trial)
+        return self.step(trial[0].torque)
 
-    def _advance(self, torque: np.ndarray, pd: JointPD | None) -> PushStep:
+    def _solve(self, torque: np.ndarray, pd: JointPD | None):
+        """Solve one step from ``self.state`` without changing the world.
+
+        Returns:
+            ``(PushStep, problem, layout, solution, fell_back)``.
+        """
         h, s = self.scene.dt, self.state
         problem, layout = assemble_problem(self.scene, self.arm, s, torque, pd)
         warm = None
         if self._warm is not None and self._warm[0] == layout.tips and self._warm[1].shape == (problem.W.shape[0],):
             warm = self._warm[1]
         solution = self.solver.solve(problem, warm)
-        self.steps += 1
-        if not solution.converged:
+        fell_back = not solution.converged
+        if fell_back:
             if self.fallback is None:
                 raise SimulationDiverged(f"contact solver did not converge: {solution.status.value}, "
                                          f"residuals {solution.residuals}")
             solution = self.fallback.solve(problem)
-            self.fallbacks += 1
         v = velocity_after(problem, solution.stacked)
         if not np.all(np.isfinite(v)):
             raise SimulationDiverged(f"hybrid pushing model produced a non-finite velocity at q={s.q.tolist()}")
@@ -276,7 +282,13 @@ class HybridPushWorld:
         new = PushState(s.q + h * qd, qd, s.obj_pose + h * obj_vel, obj_vel)
         force, world, torque_z, active = tip_forces(layout, solution, s.obj_pose, h)
         applied = torque if pd is None else torque + pd.kp * (pd.q_des - new.q) + pd.kv * (pd.qd_des - qd)
+        return PushStep(new, force, world, torque_z, active, applied), problem, layout, solution, fell_back
+
+    def _commit(self, step: PushStep, problem: ContactProblem, layout: ContactLayout, solution: ContactSolution,
+                fell_back: bool) -> PushStep:
+        self.steps += 1
+        self.fallbacks += int(fell_back)
         self.last_problem, self.last_layout, self.last_solution = problem, layout, solution
         self._warm = (layout.tips, solution.stacked)
-        self.state = new
-        return PushStep(new, force, world, torque_z, active, applied)
+        self.state = step.state
+        return step
