@@ -96,13 +96,15 @@ def test_sliding_object_decelerates_at_mu_g_per_axis(cube):
 
 
 @pytest.mark.parametrize("yaw", [0.0, 0.7])
-def test_spinning_cube_decelerates_at_the_box_friction_torque(cube, yaw):
-    """Four corner supports, box friction: torque μ (m g / 4) (|r_x| + |r_y|) each, ω̇ = -μ m g a / I_z = -6 μ g / a,
-    whatever the cube's yaw (friction boxes along the object's axes)."""
+def test_spinning_cube_decelerates_at_the_uniform_pressure_friction_torque(cube, yaw):
+    """Pure spin: ω̇ = -μ m g ρ / I_z with ρ = a (√2 + ln(1 + √2)) / 6 for a square base (Coulomb, uniform
+    pressure), whatever the cube's yaw (friction boxes along the object's axes)."""
     scene, arm = cube
     world = _free_object_world(scene, arm, [0.0, 0.0, 3.0], yaw)
     world.step(arm.bias(world.state.q, np.zeros(7)))
-    expect = 3.0 - 6.0 * scene.mu_ground * GRAVITY_MPS2 / scene.object_size[0] * scene.dt
+    a, m = scene.object_size[0], scene.object_mass
+    rho = a * (np.sqrt(2.0) + np.log(1.0 + np.sqrt(2.0))) / 6.0
+    expect = 3.0 - scene.mu_ground * m * GRAVITY_MPS2 * rho / (m * a * a / 6.0) * scene.dt
     assert world.state.obj_vel[2] == pytest.approx(expect, abs=1e-9)
 
 

@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 
 from contactkit.errors import InvalidInputError
-from contactkit.pushing.planar import face_distance, point_jacobian, rotation_2d, world_polygon
+from contactkit.pushing.planar import (
+    face_distance,
+    mean_radius,
+    point_jacobian,
+    rotation_2d,
+    support_points,
+    world_polygon,
+)
 
 SQUARE = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
 
@@ -37,3 +44,16 @@ def test_point_jacobian_is_the_rigid_velocity_field():
 def test_bad_polygon_is_refused():
     with pytest.raises(InvalidInputError):
         face_distance(SQUARE[:2], np.zeros(2))
+
+
+def test_mean_radius_closed_forms_and_support_torque():
+    # Square of side 2: ρ = 2 (√2 + ln(1 + √2)) / 6; disc-like regular 64-gon of radius 1: ρ → 2/3.
+    assert mean_radius(SQUARE) == pytest.approx(2.0 * (np.sqrt(2.0) + np.log(1.0 + np.sqrt(2.0))) / 6.0, rel=1e-14)
+    ang = np.linspace(0.0, 2.0 * np.pi, 64, endpoint=False)
+    assert mean_radius(np.c_[np.cos(ang), np.sin(ang)]) == pytest.approx(2.0 / 3.0, rel=2e-3)
+    tri = np.array([[0.0, 0.0], [0.14, 0.0], [0.0, 0.085]])
+    tri = tri - tri.mean(axis=0)
+    for poly in (SQUARE, tri):
+        sup = support_points(poly)
+        assert np.mean(np.abs(sup).sum(axis=1)) == pytest.approx(mean_radius(poly), rel=1e-14)
+        assert np.abs(sup.mean(axis=0)).max() < 1e-15  # loads m g / V keep the centre of pressure at the COM

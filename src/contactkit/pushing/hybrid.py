@@ -8,9 +8,11 @@ Generalised velocity ``v = [q̇ (7); v_x, v_y, ω (object, world); s (S support 
 * pusher contacts (eqs 2–5): each tip whose signed distance to the object's plan is below
   :data:`CONTACT_MARGIN` is a contact with normal ``n`` (the face's outward normal: the force on the pusher),
   tangent ``t = e_z × n`` (eq 3's ``λ_t``) and the vertical tangent ``e_z``;
-* ground friction ``f`` of eq 11: the object's plan vertices are support points with a normal load of
-  ``m g / V`` each (uniform pressure lumped at the vertices) and box friction ``μ_ground`` along the object's
-  x and y axes (so the model is invariant to the object's yaw).
+* ground friction ``f`` of eq 11: ``V`` support points (the plan's vertices scaled towards the centre of
+  mass, :func:`contactkit.pushing.planar.support_points`) with a normal load of ``m g / V`` each and box
+  friction ``μ_ground`` along the object's x and y axes (so the model is invariant to the object's yaw). The
+  total friction force is bounded by ``μ m g`` per axis and the torque in pure spin by ``μ m g ρ``, the value of
+  a uniformly pressed base (ρ: mean distance of the base from the centre of mass).
   Each support's normal row acts on its own virtual vertical degree of freedom of mass ``m / V`` (a
   unilateral support under gravity), so the normal impulse the MLCP finds is exactly ``m g h / V``;
 * the MLCP of eq 7 with complementarity eq 8 is the engine's :class:`ContactProblem` (impulse ``hλ`` as
@@ -33,7 +35,7 @@ from contactkit.engine.reference.problem import ContactProblem, build_problem_ge
 from contactkit.engine.reference.solvers import BoxPGS, ContactSolution, ContactSolver, LemkeBoxSolver
 from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.pushing.arm import Arm, JointPD
-from contactkit.pushing.planar import face_distance, point_jacobian, world_polygon
+from contactkit.pushing.planar import face_distance, point_jacobian, support_points, world_polygon
 from contactkit.pushing.scene import GRAVITY_MPS2, N_ARM_JOINTS, PushScene, object_inertia_z, object_polygon
 
 CONTACT_MARGIN = 0.01
@@ -147,7 +149,8 @@ def assemble_problem(
     if pd is not None:
         m_eff = m_eff + h * np.diag(pd.kv) + h * h * np.diag(pd.kp)
         force = force + pd.kp * (pd.q_des - q) + pd.kv * pd.qd_des
-    rows, poly = _tip_contacts(scene, arm, state, h)
+    rows, _ = _tip_contacts(scene, arm, state, h)
+    poly = world_polygon(support_points(object_polygon(scene)), state.obj_pose)
     n_sup = poly.shape[0]
     n = N_ARM_JOINTS + 3 + n_sup
     m_sup = scene.object_mass / n_sup

@@ -71,3 +71,35 @@ def face_distance(vertices: np.ndarray, point: np.ndarray) -> FaceDistance:
     if plane[face] <= 0.0:
         return FaceDistance(float(plane[face]), normals[face], p - plane[face] * normals[face], face)
     return FaceDistance(float(np.linalg.norm(p - closest)), normals[face], closest, face)
+
+
+def mean_radius(polygon: np.ndarray) -> float:
+    """Mean distance ``ρ = (1/A) ∫ |r| dA`` of a convex polygon ``(V, 2)`` from the origin (inside it) [m].
+
+    Exact: a fan of triangles from the origin; over the triangle of an edge at distance ``d`` from the origin,
+    ``∫ |r| dA = (d³/6) [sec ψ tan ψ + ln(sec ψ + tan ψ)]`` between the edge ends' angles ``ψ`` measured from
+    the foot of the perpendicular. ``μ m g ρ`` is the largest friction torque of a uniformly pressed base.
+    """
+    v = np.asarray(polygon, dtype=np.float64)
+    total, area = 0.0, 0.0
+    for a, b in zip(v, np.roll(v, -1, axis=0), strict=True):
+        edge = b - a
+        length = float(np.linalg.norm(edge))
+        tangent = edge / length
+        d = abs(a[0] * edge[1] - a[1] * edge[0]) / length
+        area += 0.5 * d * length
+        psi = np.arctan2([a @ tangent, b @ tangent], d)
+        f = 1.0 / np.cos(psi) * np.tan(psi) + np.log(1.0 / np.cos(psi) + np.tan(psi))
+        total += d**3 / 6.0 * float(f[1] - f[0])
+    return total / area
+
+
+def support_points(polygon: np.ndarray) -> np.ndarray:
+    """``(V, 2)`` ground support points of the hybrid model: the vertices scaled about the origin (centre of mass).
+
+    Each carries ``m g / V`` with box friction along the object's axes; the scale ``k = ρ / mean_i(|x_i| + |y_i|)``
+    (``ρ`` of :func:`mean_radius`) makes their largest friction torque in pure spin, ``μ (m g / V) Σ (|x_i| +
+    |y_i|)``, equal to that of a uniformly pressed base, ``μ m g ρ`` (eq 11's ``τ_z`` bound).
+    """
+    v = np.asarray(polygon, dtype=np.float64)
+    return v * (mean_radius(v) / float(np.mean(np.abs(v).sum(axis=1))))
