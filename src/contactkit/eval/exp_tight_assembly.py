@@ -148,7 +148,7 @@ def force_rmse(sim: np.ndarray, ref: np.ndarray) -> tuple[float, int]:
     return float(np.sqrt(np.mean(np.sum((sim[ok] - ref[ok]) ** 2, axis=1)))), int((~ok).sum())
 
 
-def test_rows(episodes: list, n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+def sample_rows(episodes: list, n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
     """``n`` (episode, step) pairs drawn without replacement from ``episodes`` (all when fewer), in order."""
     rows = [(e, t) for e, ep in enumerate(episodes) for t in range(ep.n_steps)]
     if len(rows) <= n:
@@ -268,7 +268,7 @@ def one_step(p: Pipeline, episodes: list, config: TightAssemblyConfig, rng: np.r
     from contactkit.assembly.simulator import step
 
     nc, pgs = _configs()
-    rows = test_rows(episodes, config.eval_steps, rng)
+    rows = sample_rows(episodes, config.eval_steps, rng)
     ref, ours, km = (np.zeros((len(rows), 6)) for _ in range(3))
     for i, (e, t) in enumerate(rows):
         state, sp_pos, sp_quat, ref[i] = _row(episodes[e], t, p.setpoint_quat)
@@ -278,10 +278,13 @@ def one_step(p: Pipeline, episodes: list, config: TightAssemblyConfig, rng: np.r
            "one_step_rows": len(rows)}
     traces = {"rows": rows, "reference": ref, "ours": ours, "kmeans_pgs": km}
     for name in mujoco:
-        n = config.mujoco_steps if name == "default" else config.mujoco_fastest_steps
-        sub = np.unique(np.linspace(0, len(rows) - 1, min(n, len(rows))).round().astype(int))
+        n = min(config.mujoco_steps if name == "default" else config.mujoco_fastest_steps, len(rows))
         settings = mjb.DEFAULTS if name == "default" else mjb.FASTEST
         key = "mujoco_force_rmse_N" if name == "default" else "mujoco_fastest_force_rmse_N"
+        if n == 0:
+            out[key], out[f"{key}_failure"] = math.nan, "not run: no rows in this budget"
+            continue
+        sub = np.unique(np.linspace(0, len(rows) - 1, n).round().astype(int))
         try:
             steps = [mjb.mujoco_step(p.task, *_row(episodes[rows[i][0]], rows[i][1], p.setpoint_quat)[:3], p.gains,
                                      settings) for i in sub]
@@ -289,8 +292,12 @@ def one_step(p: Pipeline, episodes: list, config: TightAssemblyConfig, rng: np.r
             out[key], out[f"{key}_failure"] = math.nan, f"{type(exc).__name__}: {str(exc)[:300]}"
             continue
         sim = np.array([s.wrench for s in steps])
-        out[key], failed = force_rmse(sim, ref[sub]) if len(sub) else (math.nan, 0)
+        out[key], failed = force_rmse(sim, ref[sub])
         out[f"{key}_failures"] = failed
+        tag = key.replace("_force_rmse_N", "")  # ours and K-means on MuJoCo's rows too: like for like
+        out[f"{tag}_rows"] = len(sub)
+        out[f"{tag}_rows_ours_force_rmse_N"] = force_rmse(ours[sub], ref[sub])[0]
+        out[f"{tag}_rows_kmeans_pgs_force_rmse_N"] = force_rmse(km[sub], ref[sub])[0]
         reasons = [s.failure for s in steps if s.failure]
         if reasons:
             out[f"{key}_failure"] = reasons[0]
