@@ -9,6 +9,7 @@ from contactkit.assembly.nc_solver import FrictionKind, solve_nc
 from contactkit.collision import Contacts
 from contactkit.engine.reference import ConeSOR, RigidBody, SolveStatus, build_problem, kinetic_energy
 from contactkit.engine.reference.solvers.virtual_constraint import SurfaceFunction, configuration, cspace_normal
+from contactkit.errors import InvalidInputError
 from contactkit.state import BodyState
 
 BODY = RigidBody(0.3, np.diag([1.0e-4, 1.2e-4, 0.8e-4]), np.array([0.0, 0.0, 0.03]))
@@ -161,3 +162,32 @@ def test_newton_single_contact_equals_the_engine_bisection():
         case = "opening" if b[0] >= 0 else ("stick" if np.allclose(ref, stick) else "slip")
         cases[case] += 1
     assert min(cases.values()) > 100
+
+
+@pytest.mark.parametrize("friction", list(FrictionKind))
+def test_warm_start_from_the_solution_stops_at_once_and_keeps_it(friction):
+    """Started from its own converged impulses the solve is already converged (one sweep) and returns them;
+    from any other start it converges to a solution within the tolerance of the zero-start one."""
+    rng = np.random.default_rng(3)
+    body = BODY
+    contacts, v_free = _contacts(rng, 6), _v_free(rng)
+    cold = solve_nc(body, _state(), contacts, v_free, DT, friction=friction, tol=1e-10, max_iterations=20000)
+    assert cold.status is SolveStatus.CONVERGED
+    warm = solve_nc(body, _state(), contacts, v_free, DT, friction=friction, tol=1e-10, max_iterations=20000,
+                    initial=cold.impulses)
+    assert warm.iterations == 1
+    np.testing.assert_allclose(warm.impulses, cold.impulses, atol=1e-12)
+    np.testing.assert_allclose(warm.velocity, cold.velocity, atol=1e-12)
+    other = solve_nc(body, _state(), contacts, v_free, DT, friction=friction, tol=1e-10, max_iterations=20000,
+                     initial=np.abs(rng.normal(0.0, 0.01, (6, 3))))
+    assert other.status is SolveStatus.CONVERGED
+    np.testing.assert_allclose(other.velocity, cold.velocity, atol=1e-8)
+
+
+def test_bad_warm_start_is_refused():
+    rng = np.random.default_rng(4)
+    body = BODY
+    with pytest.raises(InvalidInputError, match="initial impulses"):
+        solve_nc(body, _state(), _contacts(rng, 3), _v_free(rng), DT, initial=np.zeros((2, 3)))
+    with pytest.raises(InvalidInputError, match="initial_cspace"):
+        solve_nc(body, _state(), _contacts(rng, 3), _v_free(rng), DT, initial_cspace=float("nan"))

@@ -224,10 +224,11 @@ def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc
 
     Args:
         count: contacts ``K``. jac, m_inv_jt: ``(K, 3, 6)``; blocks: ``(K, 3, 3)`` diagonal blocks of ``W``.
-        bias: ``(K,)`` normal velocity bias [m/s]. mu: ``(K,)``. lam: ``(K, 3)`` impulses (zero in, solution out).
+        bias: ``(K,)`` normal velocity bias [m/s]. mu: ``(K,)``. lam: ``(K, 3)`` impulses (start in, solution out;
+            ``v`` must then be ``V_free + M⁻¹(Jᵀλ + N_C λ_C)``).
         v: ``(6,)`` ``V_free`` in, ``V⁺`` out. nc: ``(6,)`` unit C-space normal ``N_C``; m_inv_nc: ``M⁻¹N_C``;
         w_cc: ``N_CᵀM⁻¹N_C`` (0: no C-space row). c_bias: the row's velocity bias [m/s] (``v_C + c_bias ≥ 0``).
-        lam_c: ``(1,)`` ``λ_C`` (zero in, solution out).
+        lam_c: ``(1,)`` ``λ_C`` (start in, solution out).
         cone: Algorithm 1 (True) or box PGS (False). max_iterations, tol [m/s], relaxation ``α``.
 
     Returns:
@@ -266,6 +267,20 @@ def contact_rows(contacts: Contacts) -> np.ndarray:
     return rows
 
 
+def _start(initial: np.ndarray | None, initial_cspace: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The solver's starting ``(λ (K, 3), λ_C (1,))``: zero, or the warm start (normals and ``λ_C`` clipped at 0)."""
+    if not np.isfinite(initial_cspace):
+        raise InvalidInputError(f"initial_cspace must be finite, got {initial_cspace!r}")
+    lam_c = np.array([max(float(initial_cspace), 0.0)])
+    if initial is None:
+        return np.zeros((k, 3)), lam_c
+    lam = np.array(initial, dtype=np.float64)
+    if lam.shape != (k, 3) or not np.isfinite(lam).all():
+        raise InvalidInputError(f"initial impulses must be a finite ({k}, 3) array, got shape {lam.shape}")
+    lam[:, 0] = np.maximum(lam[:, 0], 0.0)
+    return lam, lam_c
+
+
 def _check(dt: float, relaxation: float, max_iterations: int, tol: float) -> None:
     if not (np.isfinite(dt) and dt > 0):
         raise InvalidInputError(f"time step dt must be finite and > 0 s, got {dt!r}")
@@ -279,7 +294,8 @@ def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.n
              cspace_direction: np.ndarray | None = None, cspace_bias: float = 0.0,
              friction: FrictionKind = FrictionKind.CONE,
              m_inv: np.ndarray | None = None, relaxation: float = DEFAULT_RELAXATION,
-             max_iterations: int = DEFAULT_MAX_ITERATIONS, tol: float = DEFAULT_TOL) -> NCSolution:
+             max_iterations: int = DEFAULT_MAX_ITERATIONS, tol: float = DEFAULT_TOL,
+             initial: np.ndarray | None = None, initial_cspace: float = 0.0) -> NCSolution:
     """Contact impulses of one step by Algorithm 1 (tight-tolerance paper §IV-C) or box PGS (module docstring).
 
     Args:
@@ -291,6 +307,9 @@ def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.n
         that lets the tool close a C-space gap within the step, as ``max(d, 0)/dt`` does for a contact, eq 2).
         friction: :class:`FrictionKind`. m_inv: ``(6, 6)`` (effective) inverse mass, ``M⁻¹`` if None.
         relaxation: ``α ∈ (0, 2)``. max_iterations, tol [m/s]: stopping rule.
+        initial: None (Algorithm 1 line 1: ``λ = 0``) or ``(K, 3)`` starting impulses [N·s] in the contact frames
+            (a warm start, e.g. the previous step's solution of the same clusters); normal parts are clipped at 0.
+            initial_cspace: the starting ``λ_C ≥ 0`` (used with a C-space row only).
     """
     _check(dt, relaxation, max_iterations, tol)
     v = np.array(v_free, dtype=np.float64).reshape(-1)
@@ -305,7 +324,9 @@ def solve_nc(body: RigidBody, state: BodyState, contacts: Contacts, v_free: np.n
     nc = np.zeros(6) if cspace_direction is None else np.asarray(cspace_direction, dtype=np.float64).reshape(6)
     m_inv_nc = m_inv @ nc
     w_cc = float(nc @ m_inv_nc)
-    lam, lam_c = np.zeros((k, 3)), np.zeros(1)
+    lam, lam_c = _start(initial, initial_cspace, k)
+    lam_c *= cspace_direction is not None  # no C-space row: λ_C = 0
+    v += np.einsum("kr,krc->c", lam, m_inv_jt) + m_inv_nc * lam_c[0]  # V = V_free + M⁻¹(Jᵀλ + N_C λ_C)
     bias = np.maximum(contacts.distances, 0.0) / dt
     sweeps, res = solve_nc_kernel(k, jac, m_inv_jt, blocks, bias, np.ascontiguousarray(contacts.friction), lam, v,
                                   nc, m_inv_nc, w_cc, float(cspace_bias), lam_c, friction is FrictionKind.CONE,
