@@ -34,7 +34,8 @@ to ``Mc`` clustered contacts by learned weights:
 
 With ``N ≤ Mc`` original contacts they come back unchanged (clustering cannot reduce them further); zero contacts
 give an empty :class:`~contactkit.collision.Contacts`. All parameters live in one flat float64 vector (the CMA-ES
-search space of :mod:`contactkit.assembly.cma_fit`), laid out by :func:`param_layout`.
+search space of :mod:`contactkit.assembly.cma_fit`), laid out by :func:`param_layout`. The contact-set
+geometry (``S_i``, the surface projection) is :mod:`contactkit.assembly.clustering_geometry` (names importable here).
 """
 
 from __future__ import annotations
