@@ -1,0 +1,244 @@
+"""Residual policy π_θ of the pushing paper (§II-C, §III-A): DDPG training and a pickle-free deployable actor.
+
+Training (:func:`train_residual`): stable-baselines3's DDPG on :class:`PushingResidualEnv` (hybrid model, domain
+randomisation, both objects, all three profiles), Ornstein–Uhlenbeck exploration noise added to the actor output
+(§III-A), actor and critic fully connected ReLU MLPs (:data:`HIDDEN`; the paper gives no sizes — CHOSEN), replay
+buffer with soft target updates. The returned actor is plain arrays; sb3's own ``.zip`` save (a pickle) is
+never written.
+
+Deployment (:class:`ResidualPolicy`): ``a = tanh(W2 relu(W1 relu(W0 o + b0) + b1) + b2)`` in numpy, loaded
+from one safetensors file (:func:`save_residual` / :func:`load_residual`) whose metadata holds a JSON card
+(format, shapes, activation, action scales, observation definition, training facts); the same card is also
+written beside it as ``<name>.json``. Loading never unpickles and refuses malformed files with
+:class:`~contactkit.errors.CheckpointError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import safetensors.numpy
+
+from contactkit.errors import CheckpointError, InvalidInputError
+from contactkit.files import write_atomic
+from contactkit.pushing import controller as ctl
+from contactkit.pushing.env import EPISODE_STEPS, PushingResidualEnv
+
+FORMAT = "contactkit.pushing.residual"
+FORMAT_VERSION = "1"
+HIDDEN = (64, 64)
+"""Hidden layer widths of actor and critic (CHOSEN; the paper only says fully connected ReLU layers)."""
+OU_SIGMA = 0.2
+"""Ornstein–Uhlenbeck noise scale (in action units, [−1, 1])."""
+OU_THETA = 0.15
+"""Ornstein–Uhlenbeck mean reversion rate [1/s]."""
+MAX_FILE_BYTES = 4 * 2**20
+"""Largest accepted actor file [bytes] (a 64-64 actor is about 22 kB)."""
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+@dataclass(frozen=True)
+class ResidualPolicy:
+    """A deployable actor: ``weights`` = ``(W0, b0, …, W_L, b_L)`` float64 (``W_i`` ``(out, in)``), ``card`` dict.
+
+    Call with an observation ``(OBS_DIM,)`` or a batch ``(B, OBS_DIM)``; returns actions in [−1, 1] ``(3,)`` /
+    ``(B, 3)`` (ReLU hidden layers, tanh output, as sb3's DDPG actor).
+    """
+
+    weights: tuple[np.ndarray, ...]
+    card: dict
+
+    def __post_init__(self) -> None:
+        w = self.weights
+        if len(w) < 2 or len(w) % 2:
+            raise InvalidInputError(f"actor needs (W, b) pairs, got {len(w)} arrays")
+        for i in range(0, len(w), 2):
+            W, b = np.asarray(w[i]), np.asarray(w[i + 1])
+            if W.ndim != 2 or b.shape != (W.shape[0],) or not (np.isfinite(W).all() and np.isfinite(b).all()):
+                raise InvalidInputError(f"actor layer {i // 2}: need finite W (out, in) and b (out,), got "
+                                        f"{W.shape}, {b.shape}")
+            if i and W.shape[1] != np.asarray(w[i - 2]).shape[0]:
+                raise InvalidInputError(f"actor layer {i // 2} input {W.shape[1]} != previous output")
+        if np.asarray(w[0]).shape[1] != ctl.OBS_DIM or np.asarray(w[-1]).shape[0] != 3:
+            raise InvalidInputError(f"actor must map {ctl.OBS_DIM} observations to 3 actions, got "
+                                    f"{np.asarray(w[0]).shape[1]} -> {np.asarray(w[-1]).shape[0]}")
+
+    def __call__(self, obs) -> np.ndarray:
+        x = np.asarray(obs, dtype=np.float64)
+        if x.shape[-1:] != (ctl.OBS_DIM,) or not np.isfinite(x).all():
+            raise InvalidInputError(f"observation must be finite (..., {ctl.OBS_DIM}), got shape {x.shape}")
+        n = len(self.weights) // 2
+        for i in range(n):
+            x = x @ np.asarray(self.weights[2 * i]).T + self.weights[2 * i + 1]
+            x = np.maximum(x, 0.0) if i < n - 1 else np.tanh(x)
+        return x
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train_residual` produced: the actor, per-episode returns and mean absolute force errors
+    (``(E, 3)``: normal [N], tangential [N], torque [N m]; Fig. 5), episodes, steps and wall time [s]."""
+
+    policy: ResidualPolicy
+    returns: np.ndarray
+    errors: np.ndarray
+    episodes: int
+    steps: int
+    wall_s: float
+
+
+def _actor_arrays(model) -> tuple[np.ndarray, ...]:
+    import torch
+
+    out = []
+    for layer in model.actor.mu:
+        if isinstance(layer, torch.nn.Linear):
+            out += [layer.weight.detach().cpu().double().numpy().copy(), layer.bias.detach().cpu().double().numpy()]
+    return tuple(out)
+
+
+def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
+                   episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
+                   learning_rate: float = 1e-3) -> TrainResult:
+    """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
+
+    Args:
+        steps: environment steps. seed: seeds the environment draws, the network init and the noise (through
+            sb3's seeding; no global state is changed other than what sb3 itself seeds).
+        progress: called ``(done_steps, steps, last_episode_return)`` at each episode end, or None.
+        episode_steps: steps per episode (2000 = 20 s, §IV-A). learning_starts, batch_size, learning_rate: DDPG.
+
+    Returns:
+        :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
+    """
+    import torch
+    from gymnasium.wrappers import RecordEpisodeStatistics
+    from stable_baselines3 import DDPG
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise
+
+    if int(steps) < 1:
+        raise InvalidInputError(f"steps must be >= 1, got {steps!r}")
+    torch.set_num_threads(1)
+    env = RecordEpisodeStatistics(PushingResidualEnv(episode_steps=episode_steps))
+    noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=env.unwrapped.dt)
+    model = DDPG("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
+                 learning_starts=min(learning_starts, max(steps // 2, 1)), batch_size=batch_size, tau=0.005,
+                 gamma=0.99, action_noise=noise, seed=int(seed), device="cpu",
+                 policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
+    returns, errors = [], []
+
+    class _Curve(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    returns.append(float(info["episode"]["r"]))
+                    e = info.get("errors", {})
+                    errors.append([e.get(k, np.nan) for k in ("normal_N", "tangential_N", "torque_Nm")])
+                    if progress is not None:
+                        progress(self.num_timesteps, int(steps), returns[-1])
+            return True
+
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=int(steps), callback=_Curve())
+    wall = time.perf_counter() - t0
+    card = {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": ctl.OBS_DIM, "action_dim": 3,
+            "hidden": list(HIDDEN), "activation": "relu", "output": "tanh",
+            "action_lin_scale_mps": ctl.ACTION_LIN_SCALE, "action_ang_scale_radps": ctl.ACTION_ANG_SCALE,
+            "deviation_pos_tol_m": ctl.DEVIATION_POS_TOL, "deviation_ang_tol_rad": ctl.DEVIATION_ANG_TOL,
+            "observation": "controller.observe: lambda(4)/FORCE_SCALE, F_des(4)/FORCE_SCALE, EE twist (n, t, wz), "
+                           "pose deviation (n, t, theta), progress",
+            "training": {"algorithm": "DDPG (stable-baselines3) + OU noise", "steps": int(steps), "seed": int(seed),
+                         "episodes": len(returns), "episode_steps": int(episode_steps), "wall_s": wall,
+                         "ou_sigma": OU_SIGMA, "ou_theta": OU_THETA, "learning_rate": learning_rate,
+                         "batch_size": batch_size}}
+    env.close()
+    policy = ResidualPolicy(_actor_arrays(model), card)
+    probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
+    with torch.no_grad():
+        ref = model.actor(torch.as_tensor(probe, dtype=torch.float32)).double().numpy()
+    if not np.allclose(policy(probe), ref, atol=1e-5):
+        raise RuntimeError("exported actor does not reproduce sb3's actor (layer layout changed?)")
+    return TrainResult(policy, np.array(returns),
+                       np.array(errors, dtype=np.float64).reshape(-1, 3), len(returns), int(steps), wall)
+
+
+def save_residual(policy: ResidualPolicy, path: str | Path) -> Path:
+    """Write ``policy`` to ``path`` (``.safetensors``, atomic) and its card to ``path`` with suffix ``.json``."""
+    path = Path(path)
+    tensors = {f"{'W' if i % 2 == 0 else 'b'}{i // 2}": np.ascontiguousarray(w, dtype=np.float64)
+               for i, w in enumerate(policy.weights)}
+    card = dict(policy.card, format=FORMAT, format_version=FORMAT_VERSION)
+    payload = safetensors.numpy.save(tensors, metadata={"format": FORMAT, "format_version": FORMAT_VERSION,
+                                                        "card": json.dumps(card)})
+    write_atomic(path.with_suffix(".json"), json.dumps(card, indent=2, sort_keys=True) + "\n")
+    return write_atomic(path, payload)
+
+
+def _fail(path: Path, problem: str) -> CheckpointError:
+    return CheckpointError(f"residual actor {str(path)!r}: {problem}")
+
+
+def _check_header(path: Path, data: bytes) -> dict:
+    """The safetensors metadata of ``data``, the header checked against the file size before any allocation."""
+    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
+    if n < 2 or n > len(data) - 8:
+        raise _fail(path, f"not a safetensors file or truncated ({len(data)} bytes, header length field {n})")
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _fail(path, "not a safetensors file: header is not JSON") from None
+    if not isinstance(header, dict):
+        raise _fail(path, "not a safetensors file: header is not a JSON object")
+    payload = len(data) - 8 - n
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            numel = int(np.prod(spec["shape"], dtype=np.float64))
+            begin, end = (int(v) for v in spec["data_offsets"])
+            size = _DTYPE_BYTES[spec["dtype"]]
+        except (KeyError, TypeError, ValueError):
+            raise _fail(path, f"tensor {name!r} has a malformed header entry") from None
+        if not 0 <= begin <= end <= payload or end - begin != numel * size:
+            raise _fail(path, f"tensor {name!r} does not fit bytes {begin}..{end} of a {payload}-byte payload")
+    meta = header.get("__metadata__") or {}
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        raise _fail(path, f"not a residual actor of format {FORMAT!r} v{FORMAT_VERSION} (metadata {meta!r})")
+    return meta
+
+
+def load_residual(path: str | Path) -> ResidualPolicy:
+    """Read an actor written by :func:`save_residual` (never unpickles).
+
+    Raises:
+        CheckpointError: missing, too large, not safetensors, truncated, another format or version, missing or
+            misshapen layers, non-finite weights.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _fail(path, f"{size} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
+    meta = _check_header(path, data)
+    try:
+        tensors = safetensors.numpy.load(data)
+        card = json.loads(meta["card"])
+    except Exception as exc:  # the header was checked; what is left is corrupt data or card
+        raise _fail(path, f"corrupt tensors or card ({exc})") from None
+    n = len(tensors) // 2
+    names = [f"{k}{i}" for i in range(n) for k in ("W", "b")]
+    if sorted(names) != sorted(tensors) or n < 1:
+        raise _fail(path, f"expected layers W0, b0, …; found {sorted(tensors)}")
+    try:
+        return ResidualPolicy(tuple(np.asarray(tensors[k], dtype=np.float64) for k in names), card)
+    except InvalidInputError as exc:
+        raise _fail(path, str(exc)) from None
