@@ -185,12 +185,24 @@ def push_frame(plan: PushPlan, k: int) -> np.ndarray:
     return np.array([[np.cos(yaw), np.sin(yaw)], [-np.sin(yaw), np.cos(yaw)]])
 
 
-def nominal_twist(arm: Arm, plan: PushPlan, k: int, q: np.ndarray) -> np.ndarray:
-    """π_H (Algorithm 1 line 3): ``(6,)`` end-effector twist [m/s, rad/s], world: feed-forward + pose feedback."""
+def nominal_twist(arm: Arm, plan: PushPlan, k: int, q: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+    """π_H (Algorithm 1 line 3): ``(6,)`` end-effector twist [m/s, rad/s], world: feed-forward + pose feedback.
+
+    ``offset`` ``(4,)``: ``(dx, dy, dz [m], dyaw [rad])`` added to the planned pusher pose, the integral of the
+    residual twists so far (:func:`integrate_offset`): the pose feedback then keeps, instead of undoing, what
+    the residual velocity of eq 16 moved.
+    """
+    off = np.zeros(4) if offset is None else np.asarray(offset, dtype=np.float64)
     pos, rot = arm.ee_pose(q)
-    v = plan.ee_vel[k] + EE_POS_GAIN * (plan.ee_pos[k] - pos)
-    w = np.array([0.0, 0.0, plan.twists[k, 2]]) + EE_ROT_GAIN * _rotation_error(pushing_rotation(plan.push_yaw[k]), rot)
+    v = plan.ee_vel[k] + EE_POS_GAIN * (plan.ee_pos[k] + off[:3] - pos)
+    target = pushing_rotation(plan.push_yaw[k] + off[3])
+    w = np.array([0.0, 0.0, plan.twists[k, 2]]) + EE_ROT_GAIN * _rotation_error(target, rot)
     return np.concatenate([v, w])
+
+
+def integrate_offset(offset: np.ndarray, v_res: np.ndarray, dt: float) -> np.ndarray:
+    """``(4,)`` reference offset after one step of the residual twist ``v_res`` ``(6,)`` over ``dt`` [s]."""
+    return np.asarray(offset, dtype=np.float64) + dt * np.asarray(v_res, dtype=np.float64)[[0, 1, 2, 5]]
 
 
 def residual_twist(plan: PushPlan, k: int, action: np.ndarray) -> np.ndarray:
@@ -287,7 +299,8 @@ Policy = Callable[[np.ndarray], np.ndarray]
 
 def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, duration: float, dt: float,
                 policy: Policy | None = None, rng: np.random.Generator | None = None, arm: Arm | None = None,
-                kp: float = KP, kv: float = KV) -> EpisodeLog:
+                kp: float = KP, kv: float = KV,
+                deviation_tols: tuple[float, float] = (DEVIATION_POS_TOL, DEVIATION_ANG_TOL)) -> EpisodeLog:
     """Run Algorithm 1 in ``world`` (:class:`HybridPushWorld` or :class:`RealPushWorld`) from ``start`` to ``goal``.
 
     Args:
@@ -295,6 +308,7 @@ def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, d
             controller plans with. start, goal: ``(3,)`` object poses. profile, duration [s], dt [s]: timing.
         policy: residual policy (None: PD-only). rng: unused by the deterministic controller; accepted so callers
             pass one generator through (kept for policies with exploration). arm: nominal arm model.
+        kp, kv: eq 15 gains. deviation_tols: residual activation thresholds ``(position [m], yaw [rad])``.
 
     Returns:
         :class:`EpisodeLog`; failures (unreachable start, singularity, eq-13 infeasibility at the start, object
@@ -309,13 +323,16 @@ def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, d
     except ContactkitError as exc:
         return _log(plan, [], f"start: {exc}")
     obs = observe(plan, 0, np.zeros((N_TIPS, 2)), np.zeros(6), world.state.obj_pose)
+    offset = np.zeros(4)
     for k in range(len(plan.times)):
         dev = deviation(plan, k, world.state.obj_pose)
-        active = policy is not None and residual_active(dev)
+        active = policy is not None and residual_active(dev, *deviation_tols)
         action = np.clip(np.asarray(policy(obs), dtype=np.float64), -1, 1) if active else np.zeros(3)
         try:
-            v_e = nominal_twist(arm, plan, k, world.state.q) + residual_twist(plan, k, action)
+            v_res = residual_twist(plan, k, action)
+            v_e = nominal_twist(arm, plan, k, world.state.q, offset) + v_res
             step = control_step(world, arm, plan, k, v_e, dt, kp, kv)
+            offset = integrate_offset(offset, v_res, dt)
         except ContactkitError as exc:
             failure = f"step {k}: {exc}"
             break

@@ -13,7 +13,8 @@ is the hybrid MLCP model (:class:`HybridPushWorld`) of the *randomised* scene; t
   :data:`~contactkit.pushing.controller.ACTION_ANG_SCALE` = 0.1 rad/s), eq 16; applied only while the object
   deviates from the ICR trajectory by more than ``deviation_pos_tol`` [m] or ``deviation_ang_tol`` [rad]
   (Algorithm 1 line 4), otherwise ignored (``info["active"]`` says which);
-* reward: eq 17 for the step (:func:`eq17_reward`, from the model's own contact forces); an episode that
+* reward: eq 17 for the step (:func:`eq17_reward`, from the model's own contact forces, returned in
+  ``info["contact_force"]``, ``info["contact_torque"]``); an episode that
   loses the object ends with :data:`FAILURE_PENALTY_PER_STEP` × the steps left;
 * episodes of ``episode_steps`` × ``dt`` (default 2000 × 0.01 s = 20 s, §IV-A).
 """
@@ -168,6 +169,7 @@ class PushingResidualEnv(gym.Env):
         self.world = HybridPushWorld(randomised_scene(sample))
         self.world.reset(state)
         self._err = np.zeros(3)
+        self._offset = np.zeros(4)
         obs = ctl.observe(self.plan, 0, np.zeros((N_TIPS, 2)), np.zeros(6), self.world.state.obj_pose)
         return obs, {"sample": sample}
 
@@ -180,8 +182,10 @@ class PushingResidualEnv(gym.Env):
         act = np.asarray(action, dtype=np.float64) if active else np.zeros(3)
         info = {"active": active, "failure": None}
         try:
-            v_e = ctl.nominal_twist(arm, plan, k, self.world.state.q) + ctl.residual_twist(plan, k, act)
+            v_res = ctl.residual_twist(plan, k, act)
+            v_e = ctl.nominal_twist(arm, plan, k, self.world.state.q, self._offset) + v_res
             step = ctl.control_step(self.world, arm, plan, k, v_e, self.dt)
+            self._offset = ctl.integrate_offset(self._offset, v_res, self.dt)
         except ContactkitError as exc:
             return self._fail(f"step {k}: {exc}", info)
         des = np.stack([plan.f_n[k], plan.f_t[k]], -1)
@@ -189,6 +193,7 @@ class PushingResidualEnv(gym.Env):
         self._err += [np.abs(des[:, 0] - step.contact_force[:, 0]).mean(),
                       np.abs(des[:, 1] - step.contact_force[:, 1]).mean(),
                       np.abs(plan.tau_z[k] - step.contact_torque).mean()]
+        info.update(contact_force=step.contact_force, contact_torque=step.contact_torque)
         self.k += 1
         ee_twist = arm.ee_jacobian(step.state.q) @ step.state.qd
         obs = ctl.observe(plan, self.k, step.contact_force, ee_twist, step.state.obj_pose)

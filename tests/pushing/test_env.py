@@ -1,0 +1,119 @@
+"""The residual-RL pushing environment (pushing paper §II-C, eq 17, §III-A domain randomisation)."""
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from contactkit.control.icr import ProfileKind
+from contactkit.errors import InvalidInputError
+from contactkit.pushing import controller as ctl
+from contactkit.pushing.env import (
+    DR_BOUNDS,
+    GOAL_DISTANCE,
+    GOAL_ROTATION,
+    PushingResidualEnv,
+    eq17_reward,
+    sample_domain,
+)
+from contactkit.pushing.scene import ObjectKind, PushScene
+
+
+def test_check_env_passes():
+    check_env(PushingResidualEnv(episode_steps=20), skip_render_check=True)
+
+
+def test_eq17_closed_form():
+    """Hand-made state: −Σ_i [w1|ΔF_n| + w2|ΔF_t| + w3|Δτ|]."""
+    force = np.array([[1.0, 0.2], [0.5, -0.1]])
+    des = np.array([[1.5, 0.0], [0.5, 0.1]])
+    tau, tau_des = np.array([0.01, -0.02]), np.array([0.0, 0.01])
+    expected = -(1.0 * (0.5 + 0.0) + 2.0 * (0.2 + 0.2) + 10.0 * (0.01 + 0.03))
+    assert eq17_reward(force, des, tau, tau_des, (1.0, 2.0, 10.0)) == pytest.approx(expected, abs=1e-15)
+    assert eq17_reward(des, des, tau, tau, (1.0, 2.0, 10.0)) == 0.0
+    with pytest.raises(InvalidInputError):
+        eq17_reward(force, des[:1], tau, tau_des)
+
+
+def test_env_reward_is_eq17_of_the_models_forces():
+    """The step reward is eq 17 of the model's own contact forces against the plan's desired ones."""
+    env = PushingResidualEnv(episode_steps=30)
+    env.reset(seed=3)
+    for k in range(30):
+        _, reward, term, trunc, info = env.step(np.zeros(3, dtype=np.float32))
+        des = np.stack([env.plan.f_n[k], env.plan.f_t[k]], -1)
+        assert reward == pytest.approx(eq17_reward(info["contact_force"], des, info["contact_torque"],
+                                                   env.plan.tau_z[k]), abs=1e-12)
+    assert trunc and not term and set(info["errors"]) == {"normal_N", "tangential_N", "torque_Nm"}
+
+
+def _rollout(env, seed, action, n):
+    obs, _ = env.reset(seed=seed)
+    out, active = [obs], []
+    for _ in range(n):
+        obs, _, _, _, info = env.step(np.asarray(action, dtype=np.float32))
+        out.append(obs)
+        active.append(info["active"])
+    return np.array(out), np.array(active)
+
+
+def test_residual_inactive_below_threshold():
+    """Below the deviation threshold the action has no effect; with a zero threshold it does."""
+    n = 15
+    env = PushingResidualEnv(episode_steps=50)
+    a, act_a = _rollout(env, 5, [1, 1, 1], n)
+    b, act_b = _rollout(env, 5, [-1, -1, -1], n)
+    assert not act_a.any() and not act_b.any()
+    np.testing.assert_array_equal(a, b)
+    hot = PushingResidualEnv(episode_steps=50, deviation_pos_tol=0.0, deviation_ang_tol=0.0)
+    c, act_c = _rollout(hot, 5, [1, 1, 1], n)
+    d, _ = _rollout(hot, 5, [-1, -1, -1], n)
+    assert act_c[1:].all()
+    assert np.abs(c[-1] - d[-1]).max() > 0.1
+
+
+def test_domain_randomisation_bounds_and_coverage():
+    """200 draws stay within the stated bounds and cover both objects and all three profiles."""
+    rng = np.random.default_rng(0)
+    draws = [sample_domain(rng) for _ in range(200)]
+    for s in draws:
+        nominal = PushScene.for_object(s.object_kind)
+        lo, hi = DR_BOUNDS["object_mass_scale"]
+        assert lo * nominal.object_mass <= s.object_mass <= hi * nominal.object_mass
+        lo, hi = DR_BOUNDS["pusher_mass_scale"]
+        assert lo * nominal.pusher_mass <= s.pusher_mass <= hi * nominal.pusher_mass
+        assert DR_BOUNDS["mu_contact"][0] <= s.mu_contact <= DR_BOUNDS["mu_contact"][1]
+        assert DR_BOUNDS["mu_ground"][0] <= s.mu_ground <= DR_BOUNDS["mu_ground"][1]
+        assert GOAL_DISTANCE[0] <= np.hypot(*s.goal_offset[:2]) <= GOAL_DISTANCE[1]
+        assert GOAL_ROTATION[0] <= s.goal_offset[2] <= GOAL_ROTATION[1]
+    assert {s.object_kind for s in draws} == set(ObjectKind)
+    assert {s.profile for s in draws} == set(ProfileKind)
+    assert len({s.mu_ground for s in draws}) == 200
+
+
+def test_reset_reproducible_from_seed():
+    """Same seed: same draw, observation and world; another seed: another draw."""
+    env = PushingResidualEnv(episode_steps=10)
+    o1, i1 = env.reset(seed=11)
+    w1 = env.world.scene
+    o2, i2 = env.reset(seed=11)
+    assert i1["sample"] == i2["sample"] and env.world.scene == w1
+    np.testing.assert_array_equal(o1, o2)
+    _, i3 = env.reset(seed=12)
+    assert i3["sample"] != i1["sample"]
+    assert o1.shape == (ctl.OBS_DIM,) and o1.dtype == np.float32
+
+
+def test_no_randomisation_keeps_table_ii_physics():
+    env = PushingResidualEnv(episode_steps=10, randomise=False)
+    _, info = env.reset(seed=4)
+    nominal = PushScene.for_object(info["sample"].object_kind)
+    assert env.world.scene.object_mass == nominal.object_mass and env.world.scene.mu_ground == nominal.mu_ground
+
+
+def test_bad_construction_refused():
+    with pytest.raises(InvalidInputError):
+        PushingResidualEnv(episode_steps=1)
+    with pytest.raises(InvalidInputError):
+        PushingResidualEnv(deviation_pos_tol=-1.0)
+    with pytest.raises(InvalidInputError):
+        PushingResidualEnv().step(np.zeros(3))
