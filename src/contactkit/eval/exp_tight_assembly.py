@@ -500,11 +500,12 @@ def robustness(p: Pipeline, config: TightAssemblyConfig, rng: np.random.Generato
         force[t] = np.linalg.norm(result.wrench[:3])
         state = result.state
         if t % config.penetration_every == 0 or t == n - 1:
-            pen.append(penetration(p.task, state)[0])
-    out = {"sim_s": n * SIM_DT, "steps": n, "max_penetration_m": float(max(pen, default=math.nan)),
+            pen.append(((t + 1) * SIM_DT, penetration(p.task, state)[0]))
+    pen = np.array(pen).reshape(-1, 2)  # (time after the step [s], max penetration [m])
+    out = {"sim_s": n * SIM_DT, "steps": n, "max_penetration_m": float(pen[:, 1].max()) if len(pen) else math.nan,
            "energy_growth": growth, "max_step_energy_gain_J": worst, "nan": nan,
            "clearance_m": p.task.clearance}
-    return out, {"force": force, "penetration": np.array(pen)}
+    return out, {"force": force, "penetration": pen}
 
 
 def _section(missing: list[str], fn, *args):

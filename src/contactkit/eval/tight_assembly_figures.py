@@ -186,11 +186,15 @@ def _fig19(traces: dict, path: Path) -> str | None:
     tr = traces.get("robustness")
     if tr is None:
         return None
-    fig, ax = plt.subplots(figsize=(7, 2.6))
-    ax.plot(np.arange(len(tr["force"])) * SIM_DT, tr["force"], color=COLORS["ours"], lw=0.7)
-    ax.set_xlabel("time [s]")
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7, 4.4), sharex=True)
+    t = np.arange(len(tr["force"])) * SIM_DT
+    ax.plot(t, tr["force"], color=COLORS["ours"], lw=0.7)
     ax.set_ylabel("|contact force| [N]")
     ax.set_title("robustness: random commands on the nut", fontsize=9)
+    pen = np.asarray(tr["penetration"]).reshape(-1, 2)
+    ax2.plot(pen[:, 0], pen[:, 1] * 1e6, color="k", lw=0.7)
+    ax2.set_ylabel("max penetration [µm]")
+    ax2.set_xlabel("time [s]")
     return _save(fig, path)
 
 
