@@ -84,8 +84,8 @@ class TightAssemblyConfig:
     cma_generations: int = 40
     cma_population: int = 12
     cma_steps: int = 300
-    cspace_samples: int = 200_000
-    cspace_steps: int = 5000
+    cspace_samples: int = 20_000
+    cspace_steps: int = 6000
     eval_steps: int = 3000
     mujoco_steps: int = 300
     mujoco_fastest_steps: int = 20
@@ -116,6 +116,9 @@ class TightAssemblyConfig:
 
 
 FULL = TightAssemblyConfig()
+"""The full run. Estimated from the medium runs on the loaded 2-core machine (not run in full yet): reference data
+~25 min per task (20k rows), CMA-ES ~20 min per task, C-space ~3 min per model, MuJoCo's fastest setting up to
+~15 min on the nut (≈ 40 s per step), ten Table II pairs ~10 min each, the 10 min robustness run ~15 min."""
 QUICK = TightAssemblyConfig(reference_steps=90, trajectory_rows=30, cma_generations=2, cma_population=4, cma_steps=8,
                             cspace_samples=300, cspace_steps=100, eval_steps=10, mujoco_steps=3, mujoco=("default",),
                             mujoco_tasks=("peg-in-hole",), complete_trajectories=1, complete_steps=10,
