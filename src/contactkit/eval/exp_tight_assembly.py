@@ -27,7 +27,8 @@ within each step (the simulator's own contribution: ≤ 0 for a passive simulati
 JSON: ``tasks.{peg-in-hole,bolting}.{ours_force_rmse_N, kmeans_pgs_force_rmse_N, mujoco_force_rmse_N,
 complete_sim_force_rmse_N, max_penetration_m, max_penetration_no_cspace_m, ms_per_step, ms_per_stage}`` (and more),
 ``generalization[].{diameter_mm, pitch_mm, ours_force_rmse_N, kmeans_pgs_force_rmse_N}``,
-``robustness.{sim_s, max_penetration_m, energy_growth, nan}``. A piece of the pipeline that is missing is named in
+``robustness.{sim_s, max_penetration_m, energy_growth, nan}``, ``checkpoints`` (the committed depth networks of the
+two static parts, hashed into the provenance by the harness). A piece of the pipeline that is missing is named in
 ``missing`` and its numbers are None (the result is then ``partial``).
 """
 
@@ -573,6 +574,9 @@ def run_experiment(config: TightAssemblyConfig, seed: int = 0, plots: str | Path
     finally:
         torch.set_num_threads(threads)
         numba.set_num_threads(nthreads)
+    from contactkit.assembly.task import DEFAULT_NETS
+
+    result["checkpoints"] = [str(DEFAULT_NETS[name]) for name in config.tasks]  # the committed depth networks
     result["missing"] = sorted(set(missing))
     result["partial"] = bool(missing) or any(t not in config.tasks for t in TASKS)
     result["config"] = dataclasses.asdict(config)
