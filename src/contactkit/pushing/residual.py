@@ -104,7 +104,7 @@ def _actor_arrays(model) -> tuple[np.ndarray, ...]:
 
 def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
-                   learning_rate: float = 1e-3) -> TrainResult:
+                   learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1) -> TrainResult:
     """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
 
     Args:
@@ -112,6 +112,9 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
             sb3's seeding; no global state is changed other than what sb3 itself seeds).
         progress: called ``(done_steps, steps, last_episode_return)`` at each episode end, or None.
         episode_steps: steps per episode (2000 = 20 s, §IV-A). learning_starts, batch_size, learning_rate: DDPG.
+        train_freq, gradient_steps: ``gradient_steps`` updates every ``train_freq`` environment steps (measured,
+            loaded 2-core box, 2000-step episodes: 1/1 → 126 steps/s, 4/1 → 249 steps/s, the environment alone
+            533 steps/s).
 
     Returns:
         :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
@@ -129,7 +132,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=env.unwrapped.dt)
     model = DDPG("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
                  learning_starts=min(learning_starts, max(steps // 2, 1)), batch_size=batch_size, tau=0.005,
-                 gamma=0.99, action_noise=noise, seed=int(seed), device="cpu",
+                 gamma=0.99, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
+                 gradient_steps=int(gradient_steps),
                  policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
     returns, errors = [], []
 
@@ -156,7 +160,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
             "training": {"algorithm": "DDPG (stable-baselines3) + OU noise", "steps": int(steps), "seed": int(seed),
                          "episodes": len(returns), "episode_steps": int(episode_steps), "wall_s": wall,
                          "ou_sigma": OU_SIGMA, "ou_theta": OU_THETA, "learning_rate": learning_rate,
-                         "batch_size": batch_size}}
+                         "batch_size": batch_size, "train_freq": int(train_freq),
+                         "gradient_steps": int(gradient_steps)}}
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
     probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
