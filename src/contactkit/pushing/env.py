@@ -49,8 +49,9 @@ DR_BOUNDS = {
 """Domain-randomisation bounds (uniform): object and pusher mass × scale of Table II, friction coefficients."""
 GOAL_DISTANCE = (0.06, 0.12)
 """Goal distance of the centre of mass [m] (uniform)."""
-GOAL_ROTATION = (-0.35, 0.35)
-"""Goal yaw change Δθ [rad] (uniform)."""
+GOAL_ROTATION = (0.10, 0.35)
+"""Goal yaw change magnitude ``|Δθ|`` [rad] (uniform, random sign): kept away from 0 so that Table III's angle
+error, relative to ``|Δθ|``, stays meaningful."""
 GOAL_SIDE_ANGLE = (-0.05, 0.05)
 """Chord direction relative to the body-frame push direction, ``β`` [rad]: the chord points at ``θ0 + Δθ/2 + β``
 (β = 0: the object slides straight along its push axis in its own frame, the arc eq 13 can always push)."""
@@ -70,10 +71,11 @@ class DomainSample:
 
 
 def sample_goal(rng: np.random.Generator, start) -> np.ndarray:
-    """``(3,)`` goal pose from ``start`` ``(3,)``: distance in :data:`GOAL_DISTANCE`, Δθ in :data:`GOAL_ROTATION`,
-    chord at ``θ0 + Δθ/2 + β`` with β in :data:`GOAL_SIDE_ANGLE`."""
+    """``(3,)`` goal pose from ``start`` ``(3,)``: distance in :data:`GOAL_DISTANCE`, ``|Δθ|`` in :data:`GOAL_ROTATION`
+    (either sign), chord at ``θ0 + Δθ/2 + β`` with β in :data:`GOAL_SIDE_ANGLE`."""
     start = np.asarray(start, dtype=np.float64)
     d, dth, beta = rng.uniform(*GOAL_DISTANCE), rng.uniform(*GOAL_ROTATION), rng.uniform(*GOAL_SIDE_ANGLE)
+    dth = dth if rng.random() < 0.5 else -dth
     ang = start[2] + 0.5 * dth + beta
     return start + np.array([d * np.cos(ang), d * np.sin(ang), dth])
 
