@@ -7,7 +7,9 @@ contact forces and pusher placement (eq 13, :mod:`contactkit.control.force_distr
 :class:`RealPushWorld`).
 
 π_H tracks the *planned pusher pose* (the tips on the eq-13 contact points of the planned object pose) with a
-feed-forward twist and an end-effector pose feedback (:data:`EE_POS_GAIN`, :data:`EE_ROT_GAIN`). It has no
+feed-forward twist and an end-effector pose feedback (:data:`EE_POS_GAIN`, :data:`EE_ROT_GAIN`); the pose it
+tracks is shifted by the integral of the residual twists so far, so that the feedback does not undo eq 16's
+``v_e^θ`` (without it a constant residual only offsets the pusher by ``v_e^θ / EE_POS_GAIN``). It has no
 object-pose feedback: the paper's camera is used only for evaluation (§III-B), π_H(q, q̇, r) sees the arm
 state and the nominal contact set only. The object pose enters through the residual policy's observation and
 its activation test (Algorithm 1 line 4). A gravity and Coriolis feed-forward ``c(q, q̇)`` of the *nominal* arm
