@@ -110,3 +110,44 @@ def test_quick_path_produces_every_key(tmp_path):
 
 def test_bolting_task_of_a_pair_has_no_committed_net():
     assert bolting_task(0.039, 0.004).depth_net is None  # the experiment trains one per pair (§V-E)
+
+
+def test_step_times_are_thread_cpu_and_wall_is_its_own_key():
+    cpu = np.tile([1e-3, 2e-3, 0.5e-3, 0.5e-3], (5, 1))  # 4 ms of CPU per step
+    wall = 10.0 * cpu  # a loaded machine: wall >> CPU
+    t = exp.step_times(cpu, wall)
+    assert t["ms_per_step"] == pytest.approx(4.0) and t["ms_per_step_median"] == pytest.approx(4.0)
+    assert t["ms_per_stage"] == pytest.approx({"detection": 1.0, "clustering": 2.0, "solving": 0.5,
+                                               "integration": 0.5})
+    assert t["ms_per_step_wall"] == pytest.approx(40.0) and t["ms_per_stage_wall"]["clustering"] == pytest.approx(20.0)
+    assert "thread-CPU" in t["timing"]
+    with pytest.raises(InvalidInputError, match="stage times"):
+        exp.step_times(cpu, wall[:, :3])
+
+
+def test_complete_simulation_reports_cpu_time_of_steps_whose_wall_time_is_much_longer(monkeypatch):
+    from types import SimpleNamespace
+
+    from contactkit.assembly import simulator
+    from contactkit.assembly.reference_data import setpoint_quat
+    from contactkit.eval import tight_assembly_sim as sim
+
+    stages = simulator.STAGES
+
+    def fake_simulate(task, initial, pos, quat, gains, clustering, config, cspace=None, progress=None):
+        return [SimpleNamespace(state=initial, wrench=np.zeros(6), stage_s=dict.fromkeys(stages, 0.1),
+                                stage_cpu_s=dict.fromkeys(stages, 1e-3)) for _ in range(len(pos))]
+
+    monkeypatch.setattr(simulator, "simulate", fake_simulate)
+    monkeypatch.setattr(sim, "penetration", lambda task, state: (0.0, 0.0))
+    n = 4
+    at = BodyState.at_rest([0.0, 0.0, 0.01])
+    episode = SimpleNamespace(n_steps=n, pos=np.tile(at.pos, (n + 1, 1)), quat=np.tile(at.quat, (n + 1, 1)),
+                              lin_vel=np.zeros((n + 1, 3)), ang_vel=np.zeros((n + 1, 3)), action=np.zeros((n, 6)),
+                              wrench=np.zeros((n, 6)))
+    p = exp.Pipeline(None, None, [], [episode], None, None, None, setpoint_quat, {}, {})
+    out, _ = exp.complete(p, TINY)
+    assert out["ms_per_step"] == pytest.approx(4.0)  # 4 stages x 1 ms of CPU; the wall-clock sum would be 400 ms
+    assert out["ms_per_step_wall"] == pytest.approx(400.0)
+    assert out["ms_per_stage"] == pytest.approx(dict.fromkeys(stages, 1.0))
+    assert out["complete_sim_steps"] == min(n, TINY.complete_steps)

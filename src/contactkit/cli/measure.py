@@ -93,10 +93,14 @@ def experiment(
     pairings: Annotated[str | None, typer.Option(
         help="mpc-insertion: comma-separated pairings (a partial run: written to --json only)")] = None,
     results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
+    reference_dir: Annotated[Path | None, typer.Option(
+        help="tight-assembly: folder of the cached reference data (default for a full run: "
+             "out/tight-assembly/reference; a file whose task, seed, rows or code differ is refused)")] = None,
 ) -> None:
     """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
     options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
-               "episodes": episodes, "pairings": _names(pairings)}
+               "episodes": episodes, "pairings": _names(pairings),
+               "reference_dir": str(reference_dir) if reference_dir else None}
     _measure("experiment", name, quick, json_path, seed, device, plots, options, results_dir)
 
 
