@@ -102,6 +102,16 @@ def _actor_arrays(model) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _card(training: dict) -> dict:
+    """The actor's JSON card: format, network, action scales, activation thresholds, observation, training."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": ctl.OBS_DIM, "action_dim": 3,
+            "hidden": list(HIDDEN), "activation": "relu", "output": "tanh",
+            "action_lin_scale_mps": ctl.ACTION_LIN_SCALE, "action_ang_scale_radps": ctl.ACTION_ANG_SCALE,
+            "deviation_pos_tol_m": ctl.DEVIATION_POS_TOL, "deviation_ang_tol_rad": ctl.DEVIATION_ANG_TOL,
+            "observation": "controller.observe: lambda(4)/FORCE_SCALE, F_des(4)/FORCE_SCALE, EE twist (n, t, wz), "
+                           "pose deviation (n, t, theta), progress", "training": training}
+
+
 def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
                    learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1) -> TrainResult:
@@ -151,17 +161,10 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     t0 = time.perf_counter()
     model.learn(total_timesteps=int(steps), callback=_Curve())
     wall = time.perf_counter() - t0
-    card = {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": ctl.OBS_DIM, "action_dim": 3,
-            "hidden": list(HIDDEN), "activation": "relu", "output": "tanh",
-            "action_lin_scale_mps": ctl.ACTION_LIN_SCALE, "action_ang_scale_radps": ctl.ACTION_ANG_SCALE,
-            "deviation_pos_tol_m": ctl.DEVIATION_POS_TOL, "deviation_ang_tol_rad": ctl.DEVIATION_ANG_TOL,
-            "observation": "controller.observe: lambda(4)/FORCE_SCALE, F_des(4)/FORCE_SCALE, EE twist (n, t, wz), "
-                           "pose deviation (n, t, theta), progress",
-            "training": {"algorithm": "DDPG (stable-baselines3) + OU noise", "steps": int(steps), "seed": int(seed),
-                         "episodes": len(returns), "episode_steps": int(episode_steps), "wall_s": wall,
-                         "ou_sigma": OU_SIGMA, "ou_theta": OU_THETA, "learning_rate": learning_rate,
-                         "batch_size": batch_size, "train_freq": int(train_freq),
-                         "gradient_steps": int(gradient_steps)}}
+    card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=int(steps), seed=int(seed),
+                      episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
+                      ou_theta=OU_THETA, learning_rate=learning_rate, batch_size=batch_size,
+                      train_freq=int(train_freq), gradient_steps=int(gradient_steps)))
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
     probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
