@@ -70,18 +70,23 @@ def test_residual_twist_scale_and_frame():
 
 
 def test_pd_only_straight_push_reaches_goal(setup):
-    """PD-only in the model: a 40 mm straight push in 2 s ends within 2 mm of the goal, torques finite."""
+    """PD-only in the model, a 40 mm straight push in 2 s: stiff gains (400, 20) end within 2 mm of the goal; the
+    default soft gains (tuned to the paper's PD-only error level) trail it by a bounded offset. Torques finite."""
     scene, arm = setup
     start = np.array(scene.object_pose)
     goal = start + np.array([0.04, 0.0, 0.0])
+    stiff = ctl.run_episode(HybridPushWorld(scene, arm=arm), scene, start, goal, AngularProfile(), 2.0, DT, arm=arm,
+                            kp=400.0, kv=20.0)
+    assert stiff.failure is None and len(stiff.times) == 200 and np.all(np.isfinite(stiff.joint_torque))
+    assert np.hypot(*(stiff.obj_pose[-1, :2] - goal[:2])) < 0.002
+    assert (stiff.force[50:, :, 0] > 0).all()  # both tips push while moving
     log = ctl.run_episode(HybridPushWorld(scene, arm=arm), scene, start, goal, AngularProfile(), 2.0, DT, arm=arm)
-    assert log.failure is None and len(log.times) == 200
-    assert np.all(np.isfinite(log.joint_torque))
-    assert np.hypot(*(log.obj_pose[-1, :2] - goal[:2])) < 0.002
+    assert log.failure is None and np.all(np.isfinite(log.joint_torque))
     assert not log.active.any() and not log.action.any()  # PD-only: no residual
-    assert (log.force[50:, :, 0] > 0).all()  # both tips push while moving
-    err = ctl.episode_errors(log, start, goal)
-    assert err["translation_pct"] < 5.0 and np.isnan(err["angle_pct"])
+    lag = goal[0] - log.obj_pose[-1, 0]
+    assert 0.003 < lag < 0.02 and abs(log.obj_pose[-1, 1] - goal[1]) < 0.002
+    err, err_stiff = ctl.episode_errors(log, start, goal), ctl.episode_errors(stiff, start, goal)
+    assert err_stiff["translation_pct"] < err["translation_pct"] < 60.0 and np.isnan(err["angle_pct"])
 
 
 def test_real_world_runs_and_unreachable_start_is_reported():
@@ -110,15 +115,16 @@ def test_residual_policy_used_only_when_deviating():
         return np.array([0.5, 0.0, 0.0])
 
     goal = start + np.array([0.03, 0.0, 0.0])
-    log = ctl.run_episode(HybridPushWorld(scene), scene, start, goal, AngularProfile(), 0.5, DT, policy=policy)
+    log = ctl.run_episode(HybridPushWorld(scene), scene, start, goal, AngularProfile(), 1.0, DT, policy=policy)
     assert len(calls) == int(log.active.sum())
     np.testing.assert_array_equal(log.action[~log.active], 0.0)
     calls.clear()
-    always = ctl.run_episode(HybridPushWorld(scene), scene, start, goal, AngularProfile(), 0.5, DT, policy=policy,
+    always = ctl.run_episode(HybridPushWorld(scene), scene, start, goal, AngularProfile(), 1.0, DT, policy=policy,
                              deviation_tols=(0.0, 0.0))
-    assert always.active[1:].all() and len(calls) >= 49
+    assert always.active[1:].all() and len(calls) >= 99
     np.testing.assert_array_equal(always.action[always.active], [[0.5, 0.0, 0.0]] * int(always.active.sum()))
-    assert always.obj_pose[-1, 0] > log.obj_pose[-1, 0] + 2e-3  # +5 mm/s for 0.5 s along the push: ~2.5 mm further
+    pd_only = ctl.run_episode(HybridPushWorld(scene), scene, start, goal, AngularProfile(), 1.0, DT)
+    assert always.obj_pose[-1, 0] > pd_only.obj_pose[-1, 0] + 4e-3  # +5 mm/s for 1 s along the push: ~5 mm further
     dev = np.array([0.0015, 0.0, 0.0])
     assert ctl.residual_active(dev) and not ctl.residual_active(dev / 2)
     assert ctl.residual_active(np.array([0.0, 0.0, 1.5 * ctl.DEVIATION_ANG_TOL]))
