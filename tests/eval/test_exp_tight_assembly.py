@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from contactkit.assembly import reference_data
 from contactkit.assembly.coupling import default_gains
 from contactkit.assembly.task import bolting_task, peg_in_hole_task
 from contactkit.errors import InvalidInputError
@@ -151,3 +152,10 @@ def test_complete_simulation_reports_cpu_time_of_steps_whose_wall_time_is_much_l
     assert out["ms_per_step_wall"] == pytest.approx(400.0)
     assert out["ms_per_stage"] == pytest.approx(dict.fromkeys(stages, 1.0))
     assert out["complete_sim_steps"] == min(n, TINY.complete_steps)
+
+
+def test_a_reference_dir_does_not_narrow_a_full_run_and_the_full_run_caches():
+    assert exp.narrowing({"reference_dir": "/tmp/ref"}) == []
+    assert exp.narrowing({"config": TINY}) != []
+    assert exp.FULL.reference_dir is not None and exp.QUICK.reference_dir is None
+    assert exp.FULL.complete_steps <= reference_data.TRAJECTORY_ROWS  # a test trajectory has no more rows

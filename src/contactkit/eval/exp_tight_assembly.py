@@ -87,9 +87,16 @@ PAPER = {"peg-in-hole": {"ours_force_rmse_N": 1.37, "kmeans_pgs_force_rmse_N": 1
 
 
 FULL = TightAssemblyConfig(reference_dir=CACHE_DIR, complete_steps=TRAJECTORY_ROWS)
-"""The full run. Estimated from the medium runs on the loaded 2-core machine (not run in full yet): reference data
-~25 min per task (20k rows), CMA-ES ~20 min per task, C-space ~3 min per model, MuJoCo's fastest setting up to
-~15 min on the nut (≈ 40 s per step), ten Table II pairs ~10 min each, the 10 min robustness run ~15 min."""
+"""The full run (not run in full yet). ``complete_steps`` is a whole test trajectory (the reference trajectories have
+``TRAJECTORY_ROWS`` = 200 rows; 600 asked for more than there is). Estimated wall time on the loaded shared 2-core
+machine (wall ≈ 2× thread-CPU there), from the unit costs measured: reference data 25 min (peg) + 11 min (nut) for
+20k rows and ~0.5 min per pair (1000 rows) — 0 when cached; CMA-ES 481 evaluations × 300 rows × ~10 ms per one-step
+row ≈ 25 min per task; C-space 20k samples (~3 min to label) + 6000 steps, ~3.5 min per model × 12 models ≈ 40 min;
+one-step comparison (3000 rows × 2 simulators per task, 1000 per pair) ≈ 6 min; MuJoCo ≈ 20 min (the nut's fastest
+setting ~40 s per row × 20, CoACD once); complete simulations (6 × 200 steps × 3 simulators, exact penetration
+8 ms peg / 22 ms nut per step) ≈ 4 min; ten pair depth networks (20k Adam steps at ~35 ms, as the committed M48
+net's 60k in 2103 s) ≈ 12 min each, 2 h; robustness 60k steps × (~10 ms step + 22 ms exact penetration) ≈ 35 min.
+Total ≈ 5.5 h, ≈ 4.8 h with the reference data cached."""
 QUICK = TightAssemblyConfig(reference_steps=90, trajectory_rows=30, cma_generations=2, cma_population=4, cma_steps=8,
                             cspace_samples=300, cspace_steps=100, eval_steps=10, mujoco_steps=3, mujoco=("default",),
                             mujoco_tasks=("peg-in-hole",), complete_trajectories=1, complete_steps=10,

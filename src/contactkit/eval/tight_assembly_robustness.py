@@ -10,6 +10,7 @@ step (the simulator's own contribution: ≤ 0 for a passive simulation).
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -72,6 +73,7 @@ def robustness(p: Pipeline, config: TightAssemblyConfig, rng: np.random.Generato
     from contactkit.state import BodyState
 
     nc, _ = _configs()
+    start = time.perf_counter()
     n = max(1, int(round(config.robustness_s / SIM_DT)))
     z0 = p.task.pitch
     thickness = float(np.ptp(p.task.nodes[:, 2]))
@@ -93,6 +95,6 @@ def robustness(p: Pipeline, config: TightAssemblyConfig, rng: np.random.Generato
     pen = np.array(pen).reshape(-1, 2)  # (time after the step [s], max penetration [m])
     out = {"sim_s": n * SIM_DT, "steps": n, "max_penetration_m": float(pen[:, 1].max()) if len(pen) else math.nan,
            "energy_growth": growth, "max_step_energy_gain_J": worst, "nan": nan,
-           "clearance_m": p.task.clearance}
+           "clearance_m": p.task.clearance, "seconds": time.perf_counter() - start}
     return out, {"force": force, "penetration": pen}
 
