@@ -52,15 +52,6 @@ SLIP_MAX_STEPS = 64
 """Cap on slip iterations (each halves the bracket at least when Newton is refused)."""
 DEFAULT_RELAXATION = 1.0
 """Default relaxation ``α`` of Algorithm 1 lines 5 and 13 (1: plain block Gauss-Seidel)."""
-PROJECTION_SLOP = 1e-5
-"""[m] penetration a node may keep after :func:`project_nodes` (the engine's split-impulse slop: a resting node stays
-detected, so its clustered contact keeps a zero bias instead of chattering in and out of the margin)."""
-PROJECTION_TOL = 1e-7
-"""[m] :func:`project_nodes` stops when no row is violated by more than this (1 % of the slop)."""
-PROJECTION_MAX_SWEEPS = 100
-"""Cap on :func:`project_nodes` sweeps (each ``O(K)``; the rows of one rigid body are 6-dimensional)."""
-
-
 class FrictionKind(str, Enum):
     """The friction law of the contact rows."""
 
@@ -264,105 +255,6 @@ def solve_nc_kernel(count, jac, m_inv_jt, blocks, bias, mu, lam, v, nc, m_inv_nc
         if res <= tol:
             return sweep + 1, res
     return max_iterations, res
-
-
-@njit(cache=True)
-def _project_kernel(jn, m_inv_jn, w, bias, lam, v, max_sweeps, tol):
-    """Frictionless projected Gauss-Seidel on normal rows ``0 ≤ λ ⊥ J_n v + b ≥ 0`` in place on ``lam (K,)``,
-    ``v (6,)``; returns ``(sweeps, largest violation)``."""
-    worst = 0.0
-    for sweep in range(max_sweeps):
-        worst = 0.0
-        for i in range(jn.shape[0]):
-            u = _dot6(jn[i], v) + bias[i]
-            new = max(lam[i] - u / w[i], 0.0)
-            if new != lam[i]:
-                for c in range(6):
-                    v[c] += m_inv_jn[i, c] * (new - lam[i])
-                lam[i] = new
-            worst = max(worst, -u)
-        if worst <= tol:
-            return sweep + 1, worst
-    return max_sweeps, worst
-
-
-@dataclass(frozen=True)
-class NodeProjection:
-    """Result of :func:`project_nodes`: ``displacement (6,) = [Δx_com (world, m); Δφ (body, rad)]``, the rows
-    used, the sweeps and the largest remaining violation [m]."""
-
-    displacement: np.ndarray
-    rows: int
-    sweeps: int
-    violation: float
-
-
-def _normal_rows(body: RigidBody, state: BodyState, points, normals, m_inv: np.ndarray | None):
-    """``(points, J_n (K, 6) = [n, Rᵀ(r × n)], M⁻¹J_nᵀ rows, diagonal of W)`` of checked node rows."""
-    pts, nrm = (np.asarray(a, dtype=np.float64).reshape(-1, 3) for a in (points, normals))
-    if len(pts) != len(nrm) or not (np.isfinite(pts).all() and np.isfinite(nrm).all()):
-        raise InvalidInputError(f"node rows need finite points and normals (K, 3), got {pts.shape}, {nrm.shape}")
-    jn = np.concatenate([nrm, np.cross(pts - com_position(body, state), nrm) @ rotation(state)], axis=1)
-    m_inv_jn = jn @ (inverse_mass_matrix(body) if m_inv is None else np.asarray(m_inv, np.float64))  # symmetric
-    return pts, jn, m_inv_jn, np.maximum(np.einsum("kc,kc->k", jn, m_inv_jn), 1e-300)
-
-
-def _gaps(gaps, k: int, what: str) -> np.ndarray:
-    g = np.asarray(gaps, dtype=np.float64).reshape(-1)
-    if g.shape != (k,) or not np.isfinite(g).all():
-        raise InvalidInputError(f"{what} needs finite gaps ({k},) matching the rows, got shape {g.shape}")
-    return g
-
-
-def guard_nodes(body: RigidBody, state: BodyState, points: np.ndarray, normals: np.ndarray, depths: np.ndarray,
-                velocity: np.ndarray, dt: float, *, m_inv: np.ndarray | None = None,
-                max_sweeps: int = PROJECTION_MAX_SWEEPS, tol: float = DEFAULT_TOL) -> tuple[np.ndarray, np.ndarray]:
-    """Velocity guard over node contacts after the clustered solve: frictionless rows
-    ``0 ≤ λ_i ⊥ n_iᵀJ_i V + max(d_i, 0)/dt ≥ 0`` (eq 2's normal row of every node) solved from ``V = velocity``.
-
-    Not in the paper: its ``Mc`` clustered rows (W-averaged depth and normal) leave nodes between clusters free to
-    move in (measured on the M48 nut under random commands: nodes at −150 mm/s into the bolt after the solve).
-    Inelastic and frictionless, the guard only removes approach velocity: it adds no energy.
-
-    Args:
-        body, state: the tool at the start of the step. points ``(K, 3)`` world [m], normals ``(K, 3)`` world unit
-        (into the tool), depths ``(K,)`` [m]. velocity: ``(6,)`` ``V⁺ = [v_com (world); ω (body)]`` of the solve.
-        dt: step [s]. m_inv: ``(6, 6)`` (effective, coupled) inverse mass. max_sweeps, tol [m/s]: stopping rule.
-
-    Returns:
-        ``(V⁺ (6,) guarded, generalized impulse (6,) J_nᵀλ [N·s, N·m·s])``.
-    """
-    _check(dt, 1.0, max_sweeps, tol)
-    pts, jn, m_inv_jn, w = _normal_rows(body, state, points, normals, m_inv)
-    bias = np.maximum(_gaps(depths, len(pts), "guard_nodes"), 0.0) / dt
-    v, lam = np.array(velocity, dtype=np.float64).reshape(6), np.zeros(len(pts))
-    _project_kernel(jn, m_inv_jn, w, bias, lam, v, int(max_sweeps), float(tol))
-    return v, lam @ jn
-
-
-def project_nodes(body: RigidBody, state: BodyState, points: np.ndarray, normals: np.ndarray, gaps: np.ndarray, *,
-                  slop: float = PROJECTION_SLOP, max_sweeps: int = PROJECTION_MAX_SWEEPS,
-                  tol: float = PROJECTION_TOL) -> NodeProjection:
-    """Position-level projection of the tool out of the static part over node contacts (the position half of the
-    engine's split impulse, first order): ``δ = argmin ½ δᵀMδ`` s.t. ``g_i + n_iᵀ J_i δ ≥ −slop`` for every row.
-
-    Not in the paper: velocity-level rows (eq 2, Algorithm 1, :func:`guard_nodes`) only stop contacts from moving
-    in, so the PMI half-step of ``V_k`` and one-step tunnelling accumulate penetration that nothing removes. The
-    pose moves by ``δ``; the velocity is not changed (no kinetic energy is added).
-
-    Args:
-        body: the tool. state: its pose (the rows' COM and rotation). points ``(K, 3)`` world [m], normals ``(K, 3)``
-            world unit (out of the static part, into the tool), gaps ``(K,)`` [m] (negative: penetration).
-        slop [m], max_sweeps, tol [m]: :data:`PROJECTION_SLOP`, :data:`PROJECTION_MAX_SWEEPS`,
-            :data:`PROJECTION_TOL`.
-    """
-    if not (np.isfinite(slop) and slop >= 0):
-        raise InvalidInputError(f"projection slop must be finite and >= 0 m, got {slop!r}")
-    pts, jn, m_inv_jn, w = _normal_rows(body, state, points, normals, None)
-    gaps = _gaps(gaps, len(pts), "project_nodes")
-    v, lam = np.zeros(6), np.zeros(len(pts))
-    sweeps, worst = _project_kernel(jn, m_inv_jn, w, gaps + slop, lam, v, int(max_sweeps), float(tol))
-    return NodeProjection(v, len(pts), int(sweeps), float(worst))
 
 
 def contact_rows(contacts: Contacts) -> np.ndarray:

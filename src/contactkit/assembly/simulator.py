@@ -44,12 +44,10 @@ from contactkit.assembly.nc_solver import (
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_RELAXATION,
     DEFAULT_TOL,
-    PROJECTION_SLOP,
     FrictionKind,
-    guard_nodes,
-    project_nodes,
     solve_nc,
 )
+from contactkit.assembly.node_guard import guard_nodes, project_pose, speculative_margin, within
 from contactkit.assembly.task import SIM_DT, AssemblyTask
 from contactkit.collision import Contacts
 from contactkit.depth import NodeContacts
@@ -57,9 +55,8 @@ from contactkit.depth.coordinates import Coordinates
 from contactkit.engine._kernels_depthnet import CHUNK, MIN_GRADIENT, evaluate
 from contactkit.engine.depth_contacts import placed_depth_set
 from contactkit.engine.params import Integrator
-from contactkit.engine.reference import SolveStatus, advance_pose, com_position, generalized_velocity
+from contactkit.engine.reference import SolveStatus, advance_pose, com_position
 from contactkit.engine.reference.body import wrench_from_generalized
-from contactkit.engine.reference.integrators import displace
 from contactkit.engine.reference.solvers.virtual_constraint import CSpaceConstraint, SurfaceFunction, configuration
 from contactkit.errors import InvalidInputError
 from contactkit.rotations import quat_to_mat
@@ -70,8 +67,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MARGIN = 1e-4
 """[m] nodes closer than this to the static part are contacts (speculative: 10 mm/s for 10 ms)."""
-PROJECTION_PASSES = 3
-"""Passes of the position projection per step (:func:`_project`): each moves a node by ``margin`` at most."""
 STAGES = ("detection", "clustering", "solving", "integration")
 """Keys of :attr:`SimStep.stage_s`."""
 
@@ -105,8 +100,8 @@ class SolverKind(str, Enum):
     PGS = "pgs"  # box-friction projected Gauss-Seidel (baseline, §V-C)
 
 
-class PositionProjection(str, Enum):
-    """Position-level correction after the velocity solve (not in the paper; :func:`_project`)."""
+class NodeGuard(str, Enum):
+    """Whether every node, not only the clustered contacts, is kept out (:mod:`contactkit.assembly.node_guard`)."""
 
     NONE = "none"  # the paper: velocity-level rows only; penetration, once made, is never removed
     NODES = "nodes"  # every detected node: velocity guard after the solve (guard_nodes) + position projection
@@ -129,7 +124,7 @@ class SimConfig:
             clustering's output ``j`` is the same cluster every step; K-means labels are not) when the counts
             match. Measured on the nut pushed down its thread (learned clustering, 78 steps): median sweeps 48 ->
             18, solve 0.19 -> 0.12 ms thread-CPU, force error against the 1e-11 solution unchanged (p90 0.009 N).
-        projection: :class:`PositionProjection` (default NODES: the fix of issue 17, see :func:`_project`).
+        node_guard: :class:`NodeGuard` (default NODES: the fix of issue 17, :mod:`contactkit.assembly.node_guard`).
     """
 
     dt: float = SIM_DT
@@ -141,7 +136,7 @@ class SimConfig:
     cspace_activation: float = 0.0
     cspace_margin: float | None = None
     warm_start: bool = False
-    projection: PositionProjection = PositionProjection.NODES
+    node_guard: NodeGuard = NodeGuard.NODES
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dt) and self.dt > 0):
@@ -155,7 +150,7 @@ class SimConfig:
             raise InvalidInputError(f"SimConfig needs 0 < relaxation < 2, max_iterations >= 1, tol > 0; got "
                                     f"{self.relaxation!r}, {self.max_iterations!r}, {self.tol!r}")
         object.__setattr__(self, "solver", SolverKind(self.solver))
-        object.__setattr__(self, "projection", PositionProjection(self.projection))
+        object.__setattr__(self, "node_guard", NodeGuard(self.node_guard))
 
 
 @dataclass(frozen=True)
@@ -364,10 +359,10 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
 
     v_free, applied_free = coupled_free_velocity(body, state, setpoint_pos, setpoint_quat, gains, dt)
     mark()
-    guarded = config.projection is PositionProjection.NODES
-    reach = _reach(task, state, v_free, config) if guarded else config.margin
+    guarded = config.node_guard is NodeGuard.NODES
+    reach = speculative_margin(task, state, v_free, config.margin, dt) if guarded else config.margin
     near = detect_nodes(task, state, reach)  # the margin grown to what a node may travel this step
-    nodes = _within(near, config.margin)
+    nodes = within(near, config.margin)
     mark()
     contacts = clustering.cluster(task, nodes, state, applied_free)
     mark()
@@ -387,7 +382,9 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
         wrench = wrench + wrench_from_generalized(body, state, extra / dt, com_position(body, state))
     mark()
     new_state = advance_pose(body, state, velocity, dt, Integrator.PASSIVE_MIDPOINT)
-    new_state, projected = _project(task, state, new_state, near, config)
+    projected = 0.0
+    if guarded:
+        new_state, projected = project_pose(task, new_state, near, config.margin, detect_nodes)
     applied = applied_coupling_wrench(body, state, velocity, setpoint_pos, setpoint_quat, gains, dt)
     mark()
     stages, stages_cpu = _stages(wall), _stages(cpu)
@@ -395,65 +392,6 @@ def step(task: AssemblyTask, state: BodyState, setpoint_pos, setpoint_quat, gain
                    row is not None, h, sol.iterations, sol.residual, sol.cspace_impulse,
                    row is None or row.converged, 0 if row is None else row.sqp_iterations, contacts, stages_cpu,
                    sol.impulses, projected)
-
-
-def _project(task: AssemblyTask, state: BodyState, new_state: BodyState, nodes: NodeContacts,
-             config: SimConfig) -> tuple[BodyState, float]:
-    """``(end state, deepest predicted penetration removed [m])``: issue 17's position-level correction.
-
-    The velocity solve constrains only the ``Mc`` clustered contacts (with the W-averaged depth, bias
-    ``max(d, 0)/dt``: never pushing out), and PMI moves the pose with ``(V_k + V⁺)/2``: nodes between clusters and
-    the half-step of ``V_k`` sink, and nothing removes it (measured: the M48 nut under random commands, learned
-    clustering, 3 s: 3.1 mm). Here every node detected at the start is moved rigidly to the end pose and its gap
-    predicted to first order, ``g = d + n·(x⁺ − x)`` (start normal, world). Where some ``g < −slop`` the pose is
-    projected (:func:`contactkit.assembly.nc_solver.project_nodes`, rows ``g < margin``), then the nodes are
-    detected again at the projected pose and the projection repeated, :data:`PROJECTION_PASSES` passes at most.
-    The velocity is kept (no kinetic energy is added). Guard: one pass moves no node by more than ``margin``
-    (undetected nodes are at least that far from the part, so the move cannot push them in); without it a 1.1 mm
-    predicted penetration of the nut was projected, with stale normals, 3.2 mm and 0.05 rad through the next
-    thread flank (6.5 mm penetration a step later).
-    """
-    if config.projection is PositionProjection.NONE or len(nodes.depth) == 0:
-        return new_state, 0.0
-    pts = task.nodes[nodes.node_index] @ quat_to_mat(np.asarray(new_state.quat, np.float64)).T + new_state.pos
-    nrm, gaps = nodes.normals, nodes.depth + np.einsum("kc,kc->k", nodes.normals, pts - nodes.points)
-    deepest = -float(gaps.min())
-    for k in range(PROJECTION_PASSES):
-        if k > 0:
-            found = detect_nodes(task, new_state, config.margin)
-            pts, nrm, gaps = found.points, found.normals, found.depth
-        if len(gaps) == 0 or gaps.min() >= -PROJECTION_SLOP:
-            break
-        keep = gaps < config.margin
-        delta = project_nodes(task.body, new_state, pts[keep], nrm[keep], gaps[keep]).displacement
-        reach = float(np.linalg.norm(delta[:3])) + float(np.linalg.norm(delta[3:])) * _node_radius(task)
-        if reach > config.margin:
-            delta = delta * (config.margin / reach)
-        new_state = displace(task.body, new_state, delta)
-    return new_state, max(deepest, 0.0) if deepest > PROJECTION_SLOP else 0.0
-
-
-@lru_cache(maxsize=16)
-def _node_radius(task: AssemblyTask) -> float:
-    """[m] largest distance of a tool node from the tool's COM (bounds a node's move under a rotation)."""
-    return float(np.linalg.norm(task.nodes - np.asarray(task.body.com_body, np.float64), axis=1).max())
-
-
-def _reach(task: AssemblyTask, state: BodyState, v_free: np.ndarray, config: SimConfig) -> float:
-    """[m] speculative detection margin of a step: ``margin`` or, if larger, how far a node can travel in ``dt`` at
-    the start or the free end velocity (``|v_com| + |ω| r_max``). Measured on the nut (random commands): a node
-    118 µm away (beyond the 100 µm margin) went 931 µm in within one step at 210 mm/s, unseen by every row."""
-    v0 = generalized_velocity(task.body, state)
-    speed = max(float(np.linalg.norm(v[:3])) + float(np.linalg.norm(v[3:])) * _node_radius(task) for v in (v0, v_free))
-    return max(config.margin, speed * config.dt)
-
-
-def _within(nodes: NodeContacts, margin: float) -> NodeContacts:
-    """The node contacts with depth below ``margin`` [m] (the clustering's input)."""
-    keep = nodes.depth < margin
-    if keep.all():
-        return nodes
-    return NodeContacts(nodes.node_index[keep], nodes.points[keep], nodes.normals[keep], nodes.depth[keep])
 
 
 def _warm_start(warm: SimStep | None, count: int) -> dict:
