@@ -2,17 +2,21 @@
 and exterior points, computing their d_i(x_i) and then training the NN with a standard regression problem";
 network of §V-B), and measuring its accuracy against the exact signed distance.
 
-Samples are concentrated near the surface: points drawn on the surface (area-weighted) and moved along the face
+Samples are concentrated near the surface: points drawn on the surface (area-weighted, or for an axial frame
+optionally uniform in the (r, z) profile the network sees, :func:`profile_samples`) and moved along the face
 normal by Gaussian offsets of several scales (:data:`OFFSET_SCALES`), a share of them drawn on the sharp edges
-(rims, corners, thread crests and roots: where the distance field bends) with isotropic offsets, plus a fraction
+(rims, corners, thread crests and roots: where the distance field bends) with isotropic offsets, optionally a
+share near the axial ends (a thread's chamfer and cut bottom, where the helical symmetry breaks), plus a fraction
 uniform in the padded domain; targets are the exact signed distance (:func:`contactkit.geometry.signed_distance`).
 Loss: squared error for samples within ``fit_band`` of the surface, and for farther ones a hinge that only asks the
 output to lie beyond ``±fit_band`` on the right side (so the network spends nothing on the far field: beyond
 ``fit_band`` from the surface ``d`` is only a bound, ``|d| > fit_band`` with the right sign), in units of
 :data:`LOSS_UNIT`. Adam with a cosine learning-rate schedule over a fixed number of minibatch steps, half of each
 batch drawn in proportion to the samples' current loss (hard examples: the max error is what the bar limits);
-initial weights put the first layer's kinks near the surface (:func:`_init_weights`); every random draw comes from the
-``seed`` of :class:`TrainConfig` (numpy for the samples, torch for the initial weights and the batches).
+initial weights put the first layer's kinks near the surface (:func:`_init_weights`). Optionally Adam is followed
+by a full-batch float64 L-BFGS refinement (:func:`refine`) on a loss with the errors raised to a higher power
+(targets the largest errors). Every random draw comes from the ``seed`` of :class:`TrainConfig` (numpy for the
+samples, torch for the initial weights and the batches).
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ with fit_band 3 → 1 mm): 15k steps reached a 6.4 µm max error at the peg's no
 stalled at 11.6 µm."""
 INIT_NEAR = 1e-3
 """[m] first-layer kinks are initialised through samples this close to the surface (:func:`_init_weights`)."""
+PROFILE_CHUNK = 500_000
+"""Candidates drawn at a time by :func:`profile_samples`."""
+REFINE_HISTORY = 50
+"""Curvature pairs kept by the L-BFGS refinement (:func:`refine`)."""
+REFINE_CHUNK = 100
+"""L-BFGS iterations between two progress reports."""
 ACCURACY_BAND = 0.5e-3
 """[m] half-width of the band around the surface where accuracy is measured (issue 16)."""
 
@@ -75,6 +85,12 @@ class TrainConfig:
             of 8192; on the paper hole float64 ended at 5.2 µm max at the peg's nodes, float32 at 6.4);
         fit_band: [m] squared error within it, hinge beyond (hole: 1 mm beat 0.6 mm and 2 mm);
         hard_fraction: share of each batch drawn ∝ the samples' loss, recomputed every hard_every steps;
+        axial_r_min: [m] > 0 (cylindrical/helical frames): samples uniform in the (r, z) profile, not in area
+            (:func:`profile_samples`: density ∝ 1/max(r, axial_r_min)), so that the axis is not starved;
+        end_fraction, end_span: share of the near-surface samples (axial frames) drawn within end_span [m] of
+            the part's axial ends (a thread's ends: chamfer, cut bottom);
+        refine_steps: full-batch float64 L-BFGS iterations after Adam (:func:`refine`), with the loss's
+            errors raised to refine_power (>= 2: a larger power weighs the largest errors more);
         seed: every random draw.
     """
 
@@ -89,14 +105,21 @@ class TrainConfig:
     lr_final: float = 1e-5
     dtype: str = "float32"
     fit_band: float = 3e-3
+    axial_r_min: float = 0.0
+    end_fraction: float = 0.0
+    end_span: float = 0.0
+    refine_steps: int = 0
+    refine_power: int = 2
     seed: int = 0
 
     def __post_init__(self) -> None:
-        floors = {"samples": 100, "steps": 1, "batch": 1, "hard_every": 1}
+        floors = {"samples": 100, "steps": 1, "batch": 1, "hard_every": 1, "refine_steps": 0, "refine_power": 2,
+                  "axial_r_min": 0.0, "end_span": 0.0}
         bad = [f"{name} must be >= {low}, got {getattr(self, name)}" for name, low in floors.items()
                if not getattr(self, name) >= low]
-        bad += [f"{name} must be in [0, 1], got {getattr(self, name)}"
-                for name in ("surface_fraction", "edge_fraction", "hard_fraction") if not 0 <= getattr(self, name) <= 1]
+        shares = ("surface_fraction", "edge_fraction", "hard_fraction", "end_fraction")
+        bad += [f"{name} must be in [0, 1], got {getattr(self, name)}" for name in shares
+                if not 0 <= getattr(self, name) <= 1]
         if bad:
             raise InvalidInputError(f"bad training settings: {'; '.join(bad)}")
         if self.dtype not in ("float32", "float64") or not (self.lr > 0 and self.lr_final > 0 and self.fit_band > 0):
@@ -142,13 +165,40 @@ def surface_samples(part: Part, n: int, rng: np.random.Generator) -> tuple[np.nd
     return points, cross[face] / area[face, None]
 
 
-def uniform_samples(setup: DepthSetup, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` points uniform in the padded domain (in r², θ, z for the axial coordinates), part frame."""
+def uniform_samples(setup: DepthSetup, n: int, rng: np.random.Generator, profile: bool = False) -> np.ndarray:
+    """``n`` points uniform in the padded domain, part frame: for the axial coordinates uniform in (r², θ, z)
+    (in volume), or with ``profile`` in (r, θ, z) (in the (r, z) profile the network sees)."""
     lo, hi = setup.feature_lo, setup.feature_hi
     if setup.frame.coordinates.value == "cartesian":
         return setup.frame.origin + lo + rng.random((n, 3)) * (hi - lo)
-    r = np.sqrt(lo[0] ** 2 + rng.random(n) * (hi[0] ** 2 - lo[0] ** 2))
+    if profile:
+        r = rng.uniform(lo[0], hi[0], n)
+    else:
+        r = np.sqrt(lo[0] ** 2 + rng.random(n) * (hi[0] ** 2 - lo[0] ** 2))
     return frame_points(setup.frame, r, rng.uniform(0, 2 * np.pi, n), rng.uniform(lo[-1], hi[-1], n))
+
+
+def profile_samples(part: Part, frame: SymmetryFrame, n: int, rng: np.random.Generator, r_min: float = 0.0,
+                    end_span: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` random surface points and their outward face normals, ``(n, 3)`` each, from area-weighted
+    candidates (:func:`surface_samples`) of an axial ``frame``, kept with probability ``min(1, r_min / r)``
+    when ``r_min`` > 0 [m] (uniform in the (r, z) profile: area-weighted, a face ⊥ the axis has a density ∝ r
+    that starves the axis), and only within ``end_span`` > 0 [m] of the part's lowest or highest z (the ends of
+    a thread, where the helical symmetry breaks)."""
+    z_lo, z_hi = (lambda z: (z.min(), z.max()))(features_numpy(frame, part.vertices)[:, -1])
+    points, normals, have = [], [], 0
+    while have < n:
+        p, nrm = surface_samples(part, PROFILE_CHUNK, rng)
+        f = features_numpy(frame, p)
+        keep = np.ones(len(p), dtype=bool)
+        if r_min > 0:
+            keep = rng.random(len(p)) * np.maximum(f[:, 0], r_min) < r_min
+        if end_span > 0:
+            keep &= (f[:, -1] < z_lo + end_span) | (f[:, -1] > z_hi - end_span)
+        points.append(p[keep])
+        normals.append(nrm[keep])
+        have += int(keep.sum())
+    return np.concatenate(points)[:n], np.concatenate(normals)[:n]
 
 
 def sharp_edges(part: Part, min_angle: float = SHARP_EDGE_ANGLE) -> np.ndarray:
@@ -182,16 +232,26 @@ def edge_samples(part: Part, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def training_samples(part: Part, setup: DepthSetup, n: int, surface_fraction: float,
-                     rng: np.random.Generator, edge_fraction: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                     rng: np.random.Generator, edge_fraction: float = 0.0, axial_r_min: float = 0.0,
+                     end_fraction: float = 0.0, end_span: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """``(points (M,3), exact signed distance (M,))`` of up to ``n`` samples in the domain (module docstring):
-    ``surface_fraction`` near the surface, of which ``edge_fraction`` near its sharp edges."""
+    ``surface_fraction`` near the surface, of which ``edge_fraction`` near its sharp edges and ``end_fraction``
+    within ``end_span`` [m] of the axial ends; with ``axial_r_min`` > 0 [m] (axial frames) uniform in the
+    (r, z) profile (:func:`profile_samples`)."""
     n_near = int(round(n * surface_fraction))
     n_edge = int(round(n_near * edge_fraction))
-    n_surf = n_near - n_edge
-    p, nrm = surface_samples(part, n_surf, rng)
+    axial = setup.frame.coordinates.value != "cartesian"
+    n_end = int(round(n_near * end_fraction)) if axial and end_span > 0 else 0
+    n_surf = n_near - n_edge - n_end
+    profile = axial_r_min > 0 and axial
+    p, nrm = (profile_samples(part, setup.frame, n_surf, rng, axial_r_min) if profile
+              else surface_samples(part, n_surf, rng))
+    if n_end:
+        end = profile_samples(part, setup.frame, n_end, rng, axial_r_min if profile else 0.0, end_span)
+        p, nrm, n_surf = np.concatenate([p, end[0]]), np.concatenate([nrm, end[1]]), n_surf + n_end
     sigma = np.asarray(OFFSET_SCALES)[rng.integers(0, len(OFFSET_SCALES), n_surf)]
     p = p + nrm * (sigma * rng.standard_normal(n_surf))[:, None]
-    p = np.concatenate([p, edge_samples(part, n_edge, rng), uniform_samples(setup, n - n_near, rng)])
+    p = np.concatenate([p, edge_samples(part, n_edge, rng), uniform_samples(setup, n - n_near, rng, profile)])
     p = p[in_domain(setup, p)]
     return p, signed_distance(part, p)
 
@@ -216,7 +276,8 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     gen = torch.Generator().manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)
     points, target = training_samples(part, setup, config.samples, config.surface_fraction, rng,
-                                      config.edge_fraction)
+                                      config.edge_fraction, config.axial_r_min, config.end_fraction,
+                                      config.end_span)
     x = torch.as_tensor(_scaled_inputs(setup, points), dtype=dtype)
     y = torch.as_tensor(target, dtype=dtype)
     if config.fit_band >= setup.depth_scale:
@@ -241,12 +302,52 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
         loss_value = float(loss.detach())
         if progress is not None and (step % 100 == 0 or step == config.steps):
             progress(step, loss_value)
+    if config.refine_steps:
+        params, loss_value = refine(params, x, y, setup.depth_scale, config, progress)
     meta = {**asdict(config), "n_samples": len(points), "offset_scales_m": list(OFFSET_SCALES),
             "final_loss_m2": loss_value, "train_time_s": round(time.perf_counter() - t0, 1)}
     f = setup.frame
     return DepthNet(part.name, mesh_sha256(part.vertices, part.faces), f.coordinates, f.origin, f.axis, f.ref,
                     f.pitch, f.handedness, setup.feature_lo.copy(), setup.feature_hi.copy(), setup.depth_scale,
                     tuple(p.detach().cpu().to(torch.float64).numpy().copy() for p in params), meta)
+
+
+def refine(params, x: torch.Tensor, y: torch.Tensor, scale: float, config: TrainConfig,
+           progress: Callable[[int, float], None] | None = None) -> tuple[list[torch.Tensor], float]:
+    """Full-batch L-BFGS (strong-Wolfe line search, float64) of the network's ``params`` on all samples ``x``
+    (scaled inputs, ``(M, k)``) and ``y`` (signed distance [m], ``(M,)``) for ``config.refine_steps``
+    iterations, on the loss of :func:`_loss` with the errors in :data:`LOSS_UNIT` raised to
+    ``config.refine_power``. Adam's minibatch noise leaves the fit on a plateau; small MLPs go well below it
+    with a quasi-Newton method on the whole set. ``progress(step, loss [m²-equivalent])`` continues Adam's
+    step count.
+
+    Returns:
+        ``(params, loss)``: float64 leaf tensors and the final loss as ``(mean |e|^p)^(2/p)`` [m²].
+    """
+    params = [p.detach().to(torch.float64).requires_grad_(True) for p in params]
+    x, y = x.to(torch.float64), y.to(torch.float64)
+    power = config.refine_power
+    opt = torch.optim.LBFGS(params, lr=1.0, history_size=REFINE_HISTORY, tolerance_grad=0.0, tolerance_change=0.0,
+                            line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = _loss(mlp(params, x, scale), y, config.fit_band, power, LOSS_UNIT)
+        loss.backward()
+        return loss
+
+    done, loss = 0, math.nan
+    while done < config.refine_steps:
+        chunk = min(REFINE_CHUNK, config.refine_steps - done)
+        opt.param_groups[0].update(max_iter=chunk, max_eval=chunk * 5 // 4 + 1)
+        opt.step(closure)
+        done += chunk
+        with torch.no_grad():
+            loss = float(_loss(mlp(params, x, scale), y, config.fit_band, power, LOSS_UNIT)) ** (2 / power)
+            loss *= LOSS_UNIT**2
+        if progress is not None:
+            progress(config.steps + done, loss)
+    return params, loss
 
 
 def _hard_weights(params, x: torch.Tensor, y: torch.Tensor, scale: float, fit_band: float) -> torch.Tensor:
@@ -267,11 +368,13 @@ def _batch(n: int, size: int, hard_fraction: float, weight: torch.Tensor, gen: t
     return torch.cat([uniform, torch.multinomial(weight, n_hard, replacement=True, generator=gen)])
 
 
-def _loss(pred: torch.Tensor, target: torch.Tensor, fit_band: float) -> torch.Tensor:
-    """Mean of the squared error within ``fit_band`` of the surface and of the hinge beyond (module docstring)."""
+def _loss(pred: torch.Tensor, target: torch.Tensor, fit_band: float, power: int = 2,
+          unit: float = 1.0) -> torch.Tensor:
+    """Mean of ``(|error| / unit) ** power`` within ``fit_band`` of the surface and of the hinge beyond (module
+    docstring); the squared error in m² by default."""
     near = target.abs() <= fit_band
     hinge = torch.relu(fit_band - torch.sign(target) * pred)
-    return torch.mean(torch.where(near, (pred - target) ** 2, hinge**2))
+    return torch.mean(torch.where(near, (pred - target).abs() / unit, hinge / unit) ** power)
 
 
 def _init_weights(x: torch.Tensor, near: np.ndarray, gen: torch.Generator,
