@@ -31,15 +31,12 @@ import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
 from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
+from contactkit.depth.sampling import OFFSET_SCALES, edge_samples, profile_samples, surface_samples
 from contactkit.devices import check_device
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part, mesh_sha256
 from contactkit.geometry.signed_distance import signed_distance
 
-OFFSET_SCALES = (2e-5, 1e-4, 5e-4, 2e-3)
-"""[m] standard deviations of the normal offsets of near-surface samples (each drawn equally often)."""
-SHARP_EDGE_ANGLE = math.radians(20.0)
-"""Edges whose faces' normals differ by more than this are sampled more densely (rims, corners, thread crests)."""
 LOSS_UNIT = 1e-5
 """[m] the loss is minimised in units of LOSS_UNIT² so that its gradients are O(1) at µm errors: in m² they fall
 to ~1e-9, below Adam's ε = 1e-8, where Adam no longer normalises its steps. Measured on the paper hole (together
@@ -47,8 +44,6 @@ with fit_band 3 → 1 mm): 15k steps reached a 6.4 µm max error at the peg's no
 stalled at 11.6 µm."""
 INIT_NEAR = 1e-3
 """[m] first-layer kinks are initialised through samples this close to the surface (:func:`_init_weights`)."""
-PROFILE_CHUNK = 500_000
-"""Candidates drawn at a time by :func:`profile_samples`."""
 REFINE_HISTORY = 50
 """Curvature pairs kept by the L-BFGS refinement (:func:`refine`)."""
 REFINE_CHUNK = 100
@@ -151,20 +146,6 @@ def in_domain(setup: DepthSetup, points: np.ndarray) -> np.ndarray:
     return ((f >= setup.feature_lo) & (f <= setup.feature_hi)).all(axis=1)
 
 
-def surface_samples(part: Part, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` area-weighted random points on the part's surface and their outward face normals, ``(n, 3)`` each."""
-    tri = part.vertices[part.faces]
-    cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    area = np.linalg.norm(cross, axis=1)
-    face = rng.choice(len(tri), size=n, p=area / area.sum())
-    u, v = rng.random(n), rng.random(n)
-    flip = u + v > 1
-    u[flip], v[flip] = 1 - u[flip], 1 - v[flip]
-    t = tri[face]
-    points = t[:, 0] + u[:, None] * (t[:, 1] - t[:, 0]) + v[:, None] * (t[:, 2] - t[:, 0])
-    return points, cross[face] / area[face, None]
-
-
 def uniform_samples(setup: DepthSetup, n: int, rng: np.random.Generator, profile: bool = False) -> np.ndarray:
     """``n`` points uniform in the padded domain, part frame: for the axial coordinates uniform in (r², θ, z)
     (in volume), or with ``profile`` in (r, θ, z) (in the (r, z) profile the network sees)."""
@@ -176,59 +157,6 @@ def uniform_samples(setup: DepthSetup, n: int, rng: np.random.Generator, profile
     else:
         r = np.sqrt(lo[0] ** 2 + rng.random(n) * (hi[0] ** 2 - lo[0] ** 2))
     return frame_points(setup.frame, r, rng.uniform(0, 2 * np.pi, n), rng.uniform(lo[-1], hi[-1], n))
-
-
-def profile_samples(part: Part, frame: SymmetryFrame, n: int, rng: np.random.Generator, r_min: float = 0.0,
-                    end_span: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` random surface points and their outward face normals, ``(n, 3)`` each, from area-weighted
-    candidates (:func:`surface_samples`) of an axial ``frame``, kept with probability ``min(1, r_min / r)``
-    when ``r_min`` > 0 [m] (uniform in the (r, z) profile: area-weighted, a face ⊥ the axis has a density ∝ r
-    that starves the axis), and only within ``end_span`` > 0 [m] of the part's lowest or highest z (the ends of
-    a thread, where the helical symmetry breaks)."""
-    z_lo, z_hi = (lambda z: (z.min(), z.max()))(features_numpy(frame, part.vertices)[:, -1])
-    points, normals, have = [], [], 0
-    while have < n:
-        p, nrm = surface_samples(part, PROFILE_CHUNK, rng)
-        f = features_numpy(frame, p)
-        keep = np.ones(len(p), dtype=bool)
-        if r_min > 0:
-            keep = rng.random(len(p)) * np.maximum(f[:, 0], r_min) < r_min
-        if end_span > 0:
-            keep &= (f[:, -1] < z_lo + end_span) | (f[:, -1] > z_hi - end_span)
-        points.append(p[keep])
-        normals.append(nrm[keep])
-        have += int(keep.sum())
-    return np.concatenate(points)[:n], np.concatenate(normals)[:n]
-
-
-def sharp_edges(part: Part, min_angle: float = SHARP_EDGE_ANGLE) -> np.ndarray:
-    """``(E, 2, 3)`` end points [m] of the mesh edges whose two faces' normals differ by more than ``min_angle``
-    [rad] (the rims and corners, where the signed distance bends)."""
-    f = part.faces
-    tri = part.vertices[f]
-    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-    face = np.tile(np.arange(len(f)), 3)
-    order = np.lexsort((edges[:, 1], edges[:, 0]))
-    e, face = edges[order], face[order]
-    pair = np.flatnonzero((e[1:] == e[:-1]).all(axis=1))  # closed manifold: each edge twice, adjacent
-    cos = (normal[face[pair]] * normal[face[pair + 1]]).sum(axis=1)
-    sharp = e[pair[cos < np.cos(min_angle)]]
-    return part.vertices[sharp]
-
-
-def edge_samples(part: Part, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` points on the sharp edges (length-weighted), moved by isotropic Gaussian offsets of the
-    :data:`OFFSET_SCALES`; ``(0, 3)`` when the part has no sharp edge."""
-    ends = sharp_edges(part)
-    if len(ends) == 0 or n == 0:
-        return np.zeros((0, 3))
-    length = np.linalg.norm(ends[:, 1] - ends[:, 0], axis=1)
-    k = rng.choice(len(ends), size=n, p=length / length.sum())
-    t = rng.random(n)[:, None]
-    sigma = np.asarray(OFFSET_SCALES)[rng.integers(0, len(OFFSET_SCALES), n)]
-    return ends[k, 0] + t * (ends[k, 1] - ends[k, 0]) + sigma[:, None] * rng.standard_normal((n, 3))
 
 
 def training_samples(part: Part, setup: DepthSetup, n: int, surface_fraction: float,
