@@ -20,7 +20,7 @@ import safetensors.numpy
 from contactkit.assembly.clustering import ClusteringNet
 from contactkit.assembly.task import AssemblyTask
 from contactkit.errors import CheckpointError, ContactkitError
-from contactkit.files import write_atomic
+from contactkit.files import read_safetensors, write_atomic
 from contactkit.geometry.part import mesh_sha256
 
 FORMAT = "contactkit.clustering"
@@ -28,7 +28,6 @@ FORMAT_VERSION = "1"
 MAX_FILE_BYTES = 4 * 2**20
 """Largest accepted clustering file [bytes] (Mc = 12: 2 558 parameters, about 21 kB)."""
 TENSOR_NAMES = ("params", "x_lo", "x_hi")
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
 
 def task_hashes(task: AssemblyTask) -> tuple[str, str]:
@@ -63,43 +62,6 @@ def _fail(path: Path, problem: str) -> CheckpointError:
     return CheckpointError(f"clustering network {str(path)!r}: {problem}")
 
 
-def _header(path: Path, data: bytes) -> dict:
-    """The safetensors header of ``data``, checked against the file size without trusting it."""
-    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
-    if n < 2 or n > len(data) - 8:
-        raise _fail(path, f"not a safetensors file or truncated ({len(data)} bytes, header length field {n})")
-    try:
-        header = json.loads(data[8 : 8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise _fail(path, "not a safetensors file: its header is not JSON") from None
-    if not isinstance(header, dict):
-        raise _fail(path, "not a safetensors file: its header is not a JSON object")
-    payload = len(data) - 8 - n
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            numel = int(np.prod(spec["shape"], dtype=np.float64))
-            begin, end = (int(v) for v in spec["data_offsets"])
-            size = _DTYPE_BYTES[spec["dtype"]]
-        except (KeyError, TypeError, ValueError):
-            raise _fail(path, f"tensor {name!r} has a malformed header entry") from None
-        if not 0 <= begin <= end <= payload or end - begin != numel * size:
-            raise _fail(path, f"truncated or inconsistent: tensor {name!r} (shape {spec['shape']}) does not fit "
-                        f"bytes {begin}..{end} of a {payload}-byte payload")
-    return header
-
-
-def _read(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise _fail(path, f"file of {size} bytes exceeds the {MAX_FILE_BYTES}-byte limit of a clustering network")
-        return path.read_bytes()
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
-
-
 def load_clustering(path: str | Path, task: AssemblyTask | None = None) -> ClusteringNet:
     """Read a clustering network written by :func:`save_clustering` (never unpickles anything).
 
@@ -111,8 +73,8 @@ def load_clustering(path: str | Path, task: AssemblyTask | None = None) -> Clust
             (another format or version), malformed (description, shapes, non-finite values), or another task's.
     """
     path = Path(path)
-    data = _read(path)
-    meta = _header(path, data).get("__metadata__") or {}
+    data, header = read_safetensors(path, MAX_FILE_BYTES, lambda problem: _fail(path, problem))
+    meta = header.get("__metadata__") or {}
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         found = meta.get("format") if isinstance(meta, dict) else None
         raise _fail(path, f"not a contactkit clustering network (format {found!r}, expected {FORMAT!r})")

@@ -19,7 +19,7 @@ import safetensors.numpy
 from contactkit.assembly.cspace import HIDDEN, CSpaceModel, FeatureSpec
 from contactkit.assembly.task import AssemblyTask
 from contactkit.errors import CheckpointError, ContactkitError
-from contactkit.files import write_atomic
+from contactkit.files import read_safetensors, write_atomic
 
 FORMAT = "contactkit.cspace"
 FORMAT_VERSION = "1"
@@ -46,21 +46,8 @@ def _fail(path: Path, problem: str) -> CheckpointError:
 
 
 def _read(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise _fail(path, f"file of {size} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
-    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
-    if n < 2 or n > len(data) - 8:
-        raise _fail(path, f"not a safetensors file or truncated ({len(data)} bytes, header length field {n})")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-        meta = header.get("__metadata__") or {}
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        raise _fail(path, "not a safetensors file: its header is not a JSON object") from None
+    data, header = read_safetensors(path, MAX_FILE_BYTES, lambda problem: _fail(path, problem))
+    meta = header.get("__metadata__") or {}
     if not isinstance(meta, dict):
         raise _fail(path, "not a contactkit C-space model (no metadata object)")
     if meta.get("format") != FORMAT:

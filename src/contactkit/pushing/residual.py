@@ -25,7 +25,7 @@ import numpy as np
 import safetensors.numpy
 
 from contactkit.errors import CheckpointError, InvalidInputError
-from contactkit.files import write_atomic
+from contactkit.files import read_safetensors, write_atomic
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.env import EPISODE_STEPS, PushingResidualEnv
 
@@ -39,7 +39,6 @@ OU_THETA = 0.15
 """Ornstein–Uhlenbeck mean reversion rate [1/s]."""
 MAX_FILE_BYTES = 4 * 2**20
 """Largest accepted actor file [bytes] (a 64-64 actor is about 22 kB)."""
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
 
 @dataclass(frozen=True)
@@ -192,29 +191,8 @@ def _fail(path: Path, problem: str) -> CheckpointError:
     return CheckpointError(f"residual actor {str(path)!r}: {problem}")
 
 
-def _check_header(path: Path, data: bytes) -> dict:
-    """The safetensors metadata of ``data``, the header checked against the file size before any allocation."""
-    n = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
-    if n < 2 or n > len(data) - 8:
-        raise _fail(path, f"not a safetensors file or truncated ({len(data)} bytes, header length field {n})")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise _fail(path, "not a safetensors file: header is not JSON") from None
-    if not isinstance(header, dict):
-        raise _fail(path, "not a safetensors file: header is not a JSON object")
-    payload = len(data) - 8 - n
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            numel = int(np.prod(spec["shape"], dtype=np.float64))
-            begin, end = (int(v) for v in spec["data_offsets"])
-            size = _DTYPE_BYTES[spec["dtype"]]
-        except (KeyError, TypeError, ValueError):
-            raise _fail(path, f"tensor {name!r} has a malformed header entry") from None
-        if not 0 <= begin <= end <= payload or end - begin != numel * size:
-            raise _fail(path, f"tensor {name!r} does not fit bytes {begin}..{end} of a {payload}-byte payload")
+def _check_header(path: Path, header: dict) -> dict:
+    """The residual-actor metadata of a checked safetensors ``header``."""
     meta = header.get("__metadata__") or {}
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise _fail(path, f"not a residual actor of format {FORMAT!r} v{FORMAT_VERSION} (metadata {meta!r})")
@@ -229,14 +207,8 @@ def load_residual(path: str | Path) -> ResidualPolicy:
             misshapen layers, non-finite weights.
     """
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise _fail(path, f"{size} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
-    meta = _check_header(path, data)
+    data, header = read_safetensors(path, MAX_FILE_BYTES, lambda problem: _fail(path, problem))
+    meta = _check_header(path, header)
     try:
         tensors = safetensors.numpy.load(data)
         card = json.loads(meta["card"])
