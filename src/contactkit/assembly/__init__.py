@@ -2,7 +2,8 @@
 bolting tasks, the high-fidelity reference data, learned contact clustering (§III-B), the C-space contact model
 (§IV) and the simulator that combines them with the engine's block SOR and passive midpoint integration (§II).
 
-Layer: above :mod:`contactkit.data` (it writes reference datasets) and below :mod:`contactkit.eval`.
+Layer: above :mod:`contactkit.data` (it writes reference datasets) and below :mod:`contactkit.eval`. The task
+description is imported at once; the rest (numba kernels, torch, MuJoCo) loads on first use (PEP 562).
 """
 
 from contactkit.assembly.task import (
@@ -16,13 +17,123 @@ from contactkit.assembly.task import (
     peg_in_hole_task,
 )
 
+_LAZY = {
+    "CouplingGains": "contactkit.assembly.coupling",
+    "default_gains": "contactkit.assembly.coupling",
+    "coupling_wrench": "contactkit.assembly.coupling",
+    "coupled_free_velocity": "contactkit.assembly.coupling",
+    "exact_node_contacts": "contactkit.assembly.exact_contacts",
+    "ReferenceStep": "contactkit.assembly.reference",
+    "reference_step": "contactkit.assembly.reference",
+    "Trajectory": "contactkit.assembly.trajectories",
+    "TrajectoryKind": "contactkit.assembly.trajectories",
+    "random_trajectory": "contactkit.assembly.trajectories",
+    "reference_dataset": "contactkit.assembly.reference_data",
+    "read_reference": "contactkit.assembly.reference_data",
+    "write_reference": "contactkit.assembly.reference_data",
+    "split_episodes": "contactkit.assembly.reference_data",
+    "setpoint_quat": "contactkit.assembly.reference_data",
+    "ClusteringNet": "contactkit.assembly.clustering",
+    "LearnedClustering": "contactkit.assembly.clustering",
+    "init_params": "contactkit.assembly.clustering",
+    "default_ranges": "contactkit.assembly.clustering",
+    "KMeansClustering": "contactkit.assembly.kmeans",
+    "FitConfig": "contactkit.assembly.cma_fit",
+    "FitDiverged": "contactkit.assembly.cma_fit",
+    "FitResult": "contactkit.assembly.cma_fit",
+    "fit_clustering": "contactkit.assembly.cma_fit",
+    "fit_from_reference": "contactkit.assembly.cma_fit",
+    "load_clustering": "contactkit.assembly.clustering_checkpoint",
+    "save_clustering": "contactkit.assembly.clustering_checkpoint",
+    "Clustering": "contactkit.assembly.simulator",
+    "IdentityClustering": "contactkit.assembly.simulator",
+    "NodeGuard": "contactkit.assembly.simulator",
+    "SimConfig": "contactkit.assembly.simulator",
+    "SimStep": "contactkit.assembly.simulator",
+    "SolverKind": "contactkit.assembly.simulator",
+    "node_penetration": "contactkit.assembly.simulator",
+    "simulate": "contactkit.assembly.simulator",
+    "step": "contactkit.assembly.simulator",
+    "NCSolution": "contactkit.assembly.nc_solver",
+    "solve_nc": "contactkit.assembly.nc_solver",
+    "CSpaceModel": "contactkit.assembly.cspace",
+    "TrainSettings": "contactkit.assembly.cspace",
+    "cspace_dataset": "contactkit.assembly.cspace",
+    "surface_function": "contactkit.assembly.cspace",
+    "train_cspace": "contactkit.assembly.cspace",
+    "load_cspace": "contactkit.assembly.cspace_checkpoint",
+    "save_cspace": "contactkit.assembly.cspace_checkpoint",
+    "time_steps": "contactkit.assembly.timing",
+    "MujocoSettings": "contactkit.assembly.mujoco_baseline",
+    "mujoco_one_step": "contactkit.assembly.mujoco_baseline",
+    "mujoco_simulate": "contactkit.assembly.mujoco_baseline",
+}
+
 __all__ = [
-    "DEFAULT_NETS",
-    "REFERENCE_DT",
-    "SIM_DT",
     "AssemblyKind",
     "AssemblyTask",
+    "CSpaceModel",
+    "Clustering",
+    "ClusteringNet",
+    "CouplingGains",
+    "DEFAULT_NETS",
+    "FitConfig",
+    "FitDiverged",
+    "FitResult",
+    "IdentityClustering",
+    "KMeansClustering",
+    "LearnedClustering",
+    "MujocoSettings",
+    "NCSolution",
+    "NodeGuard",
+    "REFERENCE_DT",
+    "ReferenceStep",
+    "SIM_DT",
+    "SimConfig",
+    "SimStep",
+    "SolverKind",
+    "TrainSettings",
+    "Trajectory",
+    "TrajectoryKind",
     "assembly_task",
     "bolting_task",
+    "coupled_free_velocity",
+    "coupling_wrench",
+    "cspace_dataset",
+    "default_gains",
+    "default_ranges",
+    "exact_node_contacts",
+    "fit_clustering",
+    "fit_from_reference",
+    "init_params",
+    "load_clustering",
+    "load_cspace",
+    "mujoco_one_step",
+    "mujoco_simulate",
+    "node_penetration",
     "peg_in_hole_task",
+    "random_trajectory",
+    "read_reference",
+    "reference_dataset",
+    "reference_step",
+    "save_clustering",
+    "save_cspace",
+    "setpoint_quat",
+    "simulate",
+    "solve_nc",
+    "split_episodes",
+    "step",
+    "surface_function",
+    "time_steps",
+    "train_cspace",
+    "write_reference",
 ]
+
+
+def __getattr__(name: str):
+    """The public names of the submodules, imported when first asked for (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contactkit.assembly' has no attribute {name!r}")

@@ -3,4 +3,66 @@ objects as a scene, the hybrid MLCP contact dynamics with box friction that the 
 "real" MuJoCo world it is deployed in.
 
 Layer: beside :mod:`contactkit.tasks` (above the engine, MuJoCo and control layers, below data).
+Its modules load on first use (PEP 562).
 """
+
+_LAZY = {
+    "ObjectKind": "contactkit.pushing.scene",
+    "PushScene": "contactkit.pushing.scene",
+    "build_mjcf": "contactkit.pushing.scene",
+    "Arm": "contactkit.pushing.arm",
+    "ArmSingularityError": "contactkit.pushing.arm",
+    "JointPD": "contactkit.pushing.arm",
+    "HybridPushWorld": "contactkit.pushing.hybrid",
+    "PushState": "contactkit.pushing.hybrid",
+    "PushStep": "contactkit.pushing.hybrid",
+    "RealPushWorld": "contactkit.pushing.real",
+    "RealWorldParams": "contactkit.pushing.real",
+    "EpisodeLog": "contactkit.pushing.controller",
+    "PushPlan": "contactkit.pushing.controller",
+    "plan_push": "contactkit.pushing.controller",
+    "run_episode": "contactkit.pushing.controller",
+    "episode_errors": "contactkit.pushing.controller",
+    "PushingResidualEnv": "contactkit.pushing.env",
+    "eq17_reward": "contactkit.pushing.env",
+    "ResidualPolicy": "contactkit.pushing.residual",
+    "TrainResult": "contactkit.pushing.residual",
+    "load_residual": "contactkit.pushing.residual",
+    "save_residual": "contactkit.pushing.residual",
+    "train_residual": "contactkit.pushing.residual",
+}
+
+__all__ = [
+    "Arm",
+    "ArmSingularityError",
+    "EpisodeLog",
+    "HybridPushWorld",
+    "JointPD",
+    "ObjectKind",
+    "PushPlan",
+    "PushScene",
+    "PushState",
+    "PushStep",
+    "PushingResidualEnv",
+    "RealPushWorld",
+    "RealWorldParams",
+    "ResidualPolicy",
+    "TrainResult",
+    "build_mjcf",
+    "episode_errors",
+    "eq17_reward",
+    "load_residual",
+    "plan_push",
+    "run_episode",
+    "save_residual",
+    "train_residual",
+]
+
+
+def __getattr__(name: str):
+    """The public names of the submodules, imported when first asked for (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contactkit.pushing' has no attribute {name!r}")
