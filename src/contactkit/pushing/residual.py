@@ -132,6 +132,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     from gymnasium.wrappers import RecordEpisodeStatistics
     from stable_baselines3 import DDPG
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise
 
     if int(steps) < 1:
@@ -158,6 +159,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
             return True
 
     t0 = time.perf_counter()
+    model.set_logger(Logger(folder=None, output_formats=[]))  # sb3's default makes a folder in the temp dir per run
     model.learn(total_timesteps=int(steps), callback=_Curve())
     wall = time.perf_counter() - t0
     card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=int(steps), seed=int(seed),
