@@ -13,8 +13,9 @@ import pytest
 
 from contactkit.assembly import clustering as C
 from contactkit.assembly.coupling import default_gains, pose_error
+from contactkit.assembly.detection import node_penetration
 from contactkit.assembly.node_guard import PROJECTION_SLOP, guard_nodes, project_nodes
-from contactkit.assembly.simulator import NodeGuard, SimConfig, node_penetration, step
+from contactkit.assembly.simulator import NodeGuard, SimConfig, step
 from contactkit.assembly.task import SIM_DT, bolting_task
 from contactkit.engine.reference import RigidBody, generalized_velocity, inverse_mass_matrix, kinetic_energy
 from contactkit.errors import InvalidInputError

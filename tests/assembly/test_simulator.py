@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 
 from contactkit.assembly.coupling import CouplingGains, coupled_free_velocity, default_gains
+from contactkit.assembly.detection import detect_nodes, node_penetration
 from contactkit.assembly.simulator import (
     STAGES,
     IdentityClustering,
     SimConfig,
     SolverKind,
-    detect_nodes,
-    node_penetration,
     simulate,
     step,
 )
@@ -122,7 +121,7 @@ def test_simulate_runs_every_setpoint(peg):
 
 
 def test_radial_broad_phase_skips_only_nodes_that_cannot_touch():
-    from contactkit.assembly.simulator import _detector, _world_nodes
+    from contactkit.assembly.detection import _detector, _world_nodes
     from contactkit.assembly.task import bolting_task
     from contactkit.engine._kernels_depthnet import evaluate
     from contactkit.geometry.fasteners import screw_pose

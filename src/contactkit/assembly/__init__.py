@@ -51,7 +51,7 @@ _LAZY = {
     "SimConfig": "contactkit.assembly.simulator",
     "SimStep": "contactkit.assembly.simulator",
     "SolverKind": "contactkit.assembly.simulator",
-    "node_penetration": "contactkit.assembly.simulator",
+    "node_penetration": "contactkit.assembly.detection",
     "simulate": "contactkit.assembly.simulator",
     "step": "contactkit.assembly.simulator",
     "NCSolution": "contactkit.assembly.nc_solver",

@@ -148,7 +148,7 @@ def input_ranges(task: AssemblyTask, rows: Sequence[FitRow], gains, sim_config) 
         InvalidInputError: no row has any node contact.
     """
     from contactkit.assembly.coupling import coupled_free_velocity
-    from contactkit.assembly.simulator import detect_nodes
+    from contactkit.assembly.detection import detect_nodes
 
     lo, hi = np.full(19, np.inf), np.full(19, -np.inf)
     for r in rows:

@@ -105,7 +105,7 @@ def label_poses(task: AssemblyTask, pos: np.ndarray, quat: np.ndarray, chunk: in
     exact deepest penetration unless a first node already penetrates (then a lower bound of it). Without a depth
     network, every node.
     """
-    from contactkit.assembly.simulator import learned_depth
+    from contactkit.assembly.detection import learned_depth
 
     pos, quat = np.asarray(pos, np.float64).reshape(-1, 3), np.asarray(quat, np.float64).reshape(-1, 4)
     rot = quat_to_mat(quat)
