@@ -32,6 +32,8 @@ with DatasetWriter(out, meta=meta) as w:
                                  scene=scenes[i]))
         print("committed", i, flush=True)
         time.sleep(delay)
+print("closed", flush=True)
+time.sleep(600)  # stay alive: the parent's SIGKILL must find the process (on a fast machine it may be done)
 """
 
 
