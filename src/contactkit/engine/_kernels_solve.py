@@ -160,6 +160,50 @@ def invert3(w, out):
 
 
 @njit(cache=True)
+def stick_or_open(w, wi, mu, bn, bt1, bt2):
+    """The cases of the exact single-contact solve that need no root: opening (``b_n ≥ 0``: no impulse), stick
+    (``λ = -W⁻¹b`` inside the cone) and frictionless (``μ = 0``). Returns ``(solved, λ_n, λ_t1, λ_t2)``; when
+    ``solved`` is False the contact slips (:func:`slip_terms`, :func:`slip_impulse`)."""
+    if bn >= 0.0:
+        return True, 0.0, 0.0, 0.0
+    ln = -(wi[0, 0] * bn + wi[0, 1] * bt1 + wi[0, 2] * bt2)
+    l1 = -(wi[1, 0] * bn + wi[1, 1] * bt1 + wi[1, 2] * bt2)
+    l2 = -(wi[2, 0] * bn + wi[2, 1] * bt1 + wi[2, 2] * bt2)
+    if ln >= 0.0 and math.hypot(l1, l2) <= mu * ln:
+        return True, ln, l1, l2
+    if mu == 0.0:
+        return True, -bn / w[0, 0], 0.0, 0.0
+    return False, 0.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def slip_terms(w, mu, bn, bt1, bt2):
+    """Schur-complement terms of the slip case: ``(c1, c2, a, b, c, d, k)`` with the tangential block
+    ``[[a, b], [c, d]]``, the reduced free velocity ``(c1, c2)`` and ``k = μ / W_nn``."""
+    wnn = w[0, 0]
+    c1, c2 = bt1 - w[1, 0] * bn / wnn, bt2 - w[2, 0] * bn / wnn
+    a, b = w[1, 1] - w[1, 0] * w[0, 1] / wnn, w[1, 2] - w[1, 0] * w[0, 2] / wnn
+    c, d = w[2, 1] - w[2, 0] * w[0, 1] / wnn, w[2, 2] - w[2, 0] * w[0, 2] / wnn
+    return c1, c2, a, b, c, d, mu / wnn
+
+
+@njit(cache=True)
+def slip_impulse(w, mu, bn, s, a, b, c, d, c1, c2):
+    """The slip impulse ``(λ_n, λ_t1, λ_t2)`` at the root ``s`` of the slip equation, projected onto the cone's
+    surface ``|λ_t| = μ λ_n``."""
+    m11, m22 = s * a + 1.0 - s, s * d + 1.0 - s
+    det = m11 * m22 - s * s * b * c
+    l1 = -s * (m22 * c1 - s * b * c2) / det
+    l2 = -s * (m11 * c2 - s * c * c1) / det
+    ln = max(-(bn + w[0, 1] * l1 + w[0, 2] * l2) / w[0, 0], 0.0)
+    norm_t = math.hypot(l1, l2)
+    if norm_t > 0.0:
+        scale = mu * ln / norm_t
+        l1, l2 = l1 * scale, l2 * scale
+    return ln, l1, l2
+
+
+@njit(cache=True)
 def single_contact(w, wi, mu, bn, bt1, bt2):
     """Exact single-contact Coulomb impulse (tight-tolerance paper §III-C) for ``W = w (3, 3)`` and free velocity ``b``.
 
@@ -167,20 +211,10 @@ def single_contact(w, wi, mu, bn, bt1, bt2):
     (``b_n ≥ 0``), stick (``λ = -W⁻¹b`` inside the cone), slip (bisection on ``s`` with the Schur complement).
     ``wi`` is ``W⁻¹`` (:func:`invert3`). Returns ``(λ_n, λ_t1, λ_t2)`` [N·s].
     """
-    if bn >= 0.0:
-        return 0.0, 0.0, 0.0
-    ln = -(wi[0, 0] * bn + wi[0, 1] * bt1 + wi[0, 2] * bt2)
-    l1 = -(wi[1, 0] * bn + wi[1, 1] * bt1 + wi[1, 2] * bt2)
-    l2 = -(wi[2, 0] * bn + wi[2, 1] * bt1 + wi[2, 2] * bt2)
-    if ln >= 0.0 and math.hypot(l1, l2) <= mu * ln:
+    solved, ln, l1, l2 = stick_or_open(w, wi, mu, bn, bt1, bt2)
+    if solved:
         return ln, l1, l2
-    wnn = w[0, 0]
-    if mu == 0.0:
-        return -bn / wnn, 0.0, 0.0
-    c1, c2 = bt1 - w[1, 0] * bn / wnn, bt2 - w[2, 0] * bn / wnn
-    a, b = w[1, 1] - w[1, 0] * w[0, 1] / wnn, w[1, 2] - w[1, 0] * w[0, 2] / wnn
-    c, d = w[2, 1] - w[2, 0] * w[0, 1] / wnn, w[2, 2] - w[2, 0] * w[0, 2] / wnn
-    k = mu / wnn
+    c1, c2, a, b, c, d, k = slip_terms(w, mu, bn, bt1, bt2)
     lo, hi = 0.0, 1.0
     for _ in range(BISECTION_STEPS):
         s = 0.5 * (lo + hi)
@@ -192,17 +226,7 @@ def single_contact(w, wi, mu, bn, bt1, bt2):
             hi = s
         else:
             lo = s
-    s = lo
-    m11, m22 = s * a + 1.0 - s, s * d + 1.0 - s
-    det = m11 * m22 - s * s * b * c
-    l1 = -s * (m22 * c1 - s * b * c2) / det
-    l2 = -s * (m11 * c2 - s * c * c1) / det
-    ln = max(-(bn + w[0, 1] * l1 + w[0, 2] * l2) / wnn, 0.0)
-    norm_t = math.hypot(l1, l2)
-    if norm_t > 0.0:
-        scale = mu * ln / norm_t
-        l1, l2 = l1 * scale, l2 * scale
-    return ln, l1, l2
+    return slip_impulse(w, mu, bn, lo, a, b, c, d, c1, c2)
 
 
 @njit(cache=True)
