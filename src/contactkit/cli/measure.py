@@ -45,6 +45,20 @@ def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: in
                   f"not stored in docs/results ({', '.join(reasons)})", markup=False, highlight=False)
 
 
+SCENE_HELP = "a Scene JSON file (contactkit scene) to run on instead of the built-in scenes, where one is taken"
+WORLD_HELP = "a WorldParams JSON file (or preset name) that acts as reality, where the measurement takes one"
+MODEL_WORLD_HELP = "a WorldParams JSON file (or preset name) that planning and estimation models assume"
+WORKERS_HELP = "episodes, trials and cases run in parallel on this many workers (same results as serial)"
+RAY_HELP = "address of a running Ray cluster for the workers (default: a local one)"
+
+
+def _shared_options(scene: Path | None, world: str | None, model_world: str | None, workers: int | None,
+                    ray_address: str | None) -> dict:
+    """The options every measurement may take, as ``run`` keyword arguments (None: not given, not passed)."""
+    return {"scene": str(scene) if scene else None, "world": world, "model_world": model_world,
+            "workers": workers, "ray_address": ray_address}
+
+
 RESULTS_DIR_HELP = ("where an unrestricted full run is stored (default: docs/results of the source checkout "
                     "contactkit runs from)")
 
@@ -62,11 +76,15 @@ def benchmark(
         help="contact-detection: depth network of the paper's hole (default: the committed one)")] = None,
     bolt_net: Annotated[Path | None, typer.Option(
         help="contact-detection: depth network of the M48 bolt (default: the committed one)")] = None,
+    scene: Annotated[Path | None, typer.Option(help=SCENE_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=RAY_HELP)] = None,
 ) -> None:
     """Run a speed benchmark (unrestricted full runs are stored in docs/results/NAME.json)."""
     nets = {"hole_net": str(hole_net) if hole_net else None, "bolt_net": str(bolt_net) if bolt_net else None}
     _measure("benchmark", name, quick, json_path, seed, device,
-             options={"checkpoint": str(checkpoint) if checkpoint else None, **nets}, results_dir=results_dir)
+             options={"checkpoint": str(checkpoint) if checkpoint else None, **nets,
+                      **_shared_options(scene, None, None, workers, ray_address)}, results_dir=results_dir)
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:
@@ -96,11 +114,17 @@ def experiment(
     reference_dir: Annotated[Path | None, typer.Option(
         help="tight-assembly: folder of the cached reference data (default for a full run: "
              "out/tight-assembly/reference; a file whose task, seed, rows or code differ is refused)")] = None,
+    scene: Annotated[Path | None, typer.Option(help=SCENE_HELP)] = None,
+    world: Annotated[str | None, typer.Option(help=WORLD_HELP)] = None,
+    model_world: Annotated[str | None, typer.Option(help=MODEL_WORLD_HELP)] = None,
+    workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=RAY_HELP)] = None,
 ) -> None:
     """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
     options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
                "episodes": episodes, "pairings": _names(pairings),
-               "reference_dir": str(reference_dir) if reference_dir else None}
+               "reference_dir": str(reference_dir) if reference_dir else None,
+               **_shared_options(scene, world, model_world, workers, ray_address)}
     _measure("experiment", name, quick, json_path, seed, device, plots, options, results_dir)
 
 
