@@ -42,6 +42,7 @@ from contactkit.control.policies import (
     make_policy,
 )
 from contactkit.control.pushing_pd import PDCommand, PDGains, damped_pinv, pd_torque, planar_task_jacobian
+from contactkit.control.tare import Tare, TareMode, estimate_tare
 from contactkit.model import ActionMode
 
 __all__ = [
@@ -55,4 +56,6 @@ __all__ = [
     "admissible_centres", "box_face", "box_object", "damped_pinv", "distribute_forces", "distribute_trajectory",
     "ground_friction_wrench", "icr_acceleration", "icr_arc", "icr_trajectory", "pd_torque", "planar_task_jacobian",
     "profile_progress", "require_feasible", "required_wrench", "body_point_twist", "polygon_face", "polygon_object",
+    # sensor tare (issue 20)
+    "Tare", "TareMode", "estimate_tare",
 ]

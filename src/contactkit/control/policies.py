@@ -14,6 +14,7 @@ from enum import Enum
 import numpy as np
 from scipy.interpolate import CubicSpline
 
+from contactkit.control.tare import TARE_STEPS, Tare, TareMode, estimate_tare
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
@@ -120,6 +121,11 @@ class SpiralConfig:
         center_offset: ``(2,)`` known error of the believed hole centre, world x and y [m] (a misaligned start
             that the search has to correct; the demo draws it from its generator); added to the drawn noise.
         upright_gain: fraction of the orientation error corrected per step.
+        tare: :attr:`TareMode.FREE_SPACE` holds still for ``tare_steps`` control steps first, tares the F/T
+            sensor (:func:`contactkit.control.tare.estimate_tare`) and detects contact relative to its noise;
+            :attr:`TareMode.NONE` (the default, as before tare existed) compares the raw force with
+            :data:`CONTACT_FORCE_N`.
+        tare_steps: length of the still window [control steps].
     """
 
     descend_step: float = 0.004
@@ -130,6 +136,8 @@ class SpiralConfig:
     center_noise: float = 0.0
     center_offset: tuple[float, float] = (0.0, 0.0)
     upright_gain: float = 0.5
+    tare: TareMode = TareMode.NONE
+    tare_steps: int = TARE_STEPS
 
 
 class SpiralPolicy:
@@ -151,13 +159,37 @@ class SpiralPolicy:
         noise = rng.normal(0.0, self.config.center_noise, size=2)
         self.center = scene.target_pos[:2] + np.asarray(self.config.center_offset, dtype=float) + noise
         self.search_start: int | None = None
+        self.tare: Tare | None = None
+        self._still: list[np.ndarray] = []
+
+    def _taring(self, t: int, wrench: np.ndarray) -> bool:
+        """With :attr:`TareMode.FREE_SPACE`: collect the still window's readings (the reading given at ``t`` is
+        the one after step ``t − 1``), estimate the tare once it is full; True while the tool must hold still."""
+        if TareMode(self.config.tare) is TareMode.NONE or self.tare is not None:
+            return False
+        if t > 0:
+            self._still.append(np.asarray(wrench, dtype=np.float64))
+        if len(self._still) < self.config.tare_steps:
+            return True
+        self.tare = estimate_tare(np.stack(self._still))
+        return False
+
+    def touching(self, wrench: np.ndarray) -> bool:
+        """Contact: the tared force is above the tare's noise threshold, or (no tare) the raw force is above
+        :data:`CONTACT_FORCE_N`."""
+        if self.tare is not None:
+            return bool(self.tare.in_contact(wrench))
+        return bool(np.linalg.norm(wrench[:3]) > CONTACT_FORCE_N)
 
     def act(self, t: int, state: BodyState, wrench: np.ndarray) -> np.ndarray:
-        """Action ``(6,)``: descend until the F/T force exceeds :data:`CONTACT_FORCE_N`, then spiral."""
+        """Action ``(6,)``: (with a tare) hold still for the still window, descend until contact
+        (:meth:`touching`), then spiral."""
         c = self.config
         a = np.zeros(6)
+        if self._taring(t, wrench):
+            return a
         a[3:] = _upright_correction(state, self.scene, c.upright_gain)
-        if self.search_start is None and np.linalg.norm(wrench[:3]) > CONTACT_FORCE_N:
+        if self.search_start is None and self.touching(wrench):
             self.search_start = t
         if self.search_start is None:
             a[:2] = self.center - state.pos[:2]

@@ -1,0 +1,107 @@
+"""Free-space tare of a force-torque sensor, and contact detection relative to the sensor's own noise.
+
+A real F/T sensor reads a slowly drifting offset (temperature, cable strain, the tool's weight in the current
+orientation) on top of white noise. Users zero ("tare") it before a task: the robot holds still in free space for
+a short window, the mean reading over the window is the offset, and the spread of the readings is the noise. A
+contact is then a tared force whose magnitude would be very unlikely under that noise alone — not a force above a
+fixed 1 N, which a bias of a newton or two crosses before anything is touched.
+
+Model of a free-space reading, sensor frame: ``w_t = b + n_t`` with ``b (6,)`` constant and ``n_t ~ N(0, diag(σ²))``.
+The tare estimates ``b̂ = mean_t w_t`` and ``σ̂ = std_t w_t`` (per axis, ``ddof = 1``). With the tare applied, the
+force part ``f = w[:3] − b̂[:3]`` of a free-space reading has ``|f|² / σ_max² ≤ χ²₃`` (each axis has a std of at
+most ``σ_max``), so :func:`contact_threshold` is ``σ_max · sqrt(χ²₃(1 − CONTACT_FALSE_ALARM))``, with a floor of
+:data:`MIN_CONTACT_FORCE_N` for a noise-free (simulated) sensor.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2
+
+from contactkit.errors import InvalidInputError
+
+__all__ = [
+    "CONTACT_FALSE_ALARM",
+    "MIN_CONTACT_FORCE_N",
+    "MIN_TARE_SAMPLES",
+    "TARE_STEPS",
+    "Tare",
+    "TareMode",
+    "estimate_tare",
+]
+
+CONTACT_FALSE_ALARM = 1e-4
+"""Probability that one free-space reading of the tared sensor is taken for a contact."""
+MIN_CONTACT_FORCE_N = 0.1
+"""Floor of the contact threshold [N]: a noise-free sensor still needs a force to call a contact."""
+MIN_TARE_SAMPLES = 3
+"""Fewest readings a tare is estimated from (the noise needs a spread)."""
+TARE_STEPS = 10
+"""Default length of the still window [control steps] (1 s at the 10 Hz control rate of the peg tasks)."""
+
+
+class TareMode(str, enum.Enum):
+    """How a controller or estimator treats the F/T sensor's offset."""
+
+    NONE = "none"
+    """Raw readings; contact when the force exceeds a fixed threshold (the behaviour before tare existed)."""
+    FREE_SPACE = "free-space"
+    """Hold still in free space for a window, subtract the mean reading, threshold relative to the noise."""
+
+
+@dataclass(frozen=True)
+class Tare:
+    """The offset and noise of an F/T sensor, estimated in free space.
+
+    Attributes:
+        bias: ``(6,)`` mean free-space reading, sensor frame [N, N·m].
+        noise_std: ``(6,)`` per-axis standard deviation of the free-space readings [N, N·m].
+        samples: number of readings the estimate is made from.
+    """
+
+    bias: np.ndarray
+    noise_std: np.ndarray
+    samples: int
+
+    def apply(self, wrench: np.ndarray) -> np.ndarray:
+        """Tared reading(s): ``wrench (..., 6)`` minus :attr:`bias`, sensor frame [N, N·m]."""
+        wrench = np.asarray(wrench, dtype=np.float64)
+        if wrench.shape[-1:] != (6,):
+            raise InvalidInputError(f"a wrench has 6 components, got shape {wrench.shape}")
+        return wrench - self.bias
+
+    def contact_threshold(self) -> float:
+        """Force magnitude [N] above which a tared reading is a contact:
+        ``max(MIN_CONTACT_FORCE_N, σ_max · sqrt(χ²₃ quantile at 1 − CONTACT_FALSE_ALARM))``."""
+        scale = float(np.max(self.noise_std[:3]))
+        return max(MIN_CONTACT_FORCE_N, scale * float(np.sqrt(chi2.ppf(1.0 - CONTACT_FALSE_ALARM, df=3))))
+
+    def in_contact(self, wrench: np.ndarray) -> np.ndarray | bool:
+        """Whether the tared force of ``wrench (..., 6)`` exceeds :meth:`contact_threshold` (shape ``(...)``)."""
+        touching = np.linalg.norm(self.apply(wrench)[..., :3], axis=-1) > self.contact_threshold()
+        return bool(touching) if touching.ndim == 0 else touching
+
+    def as_dict(self) -> dict:
+        """JSON-compatible record: bias, noise, samples and the contact threshold."""
+        return {"bias": [float(v) for v in self.bias], "noise_std": [float(v) for v in self.noise_std],
+                "samples": int(self.samples), "contact_threshold_N": self.contact_threshold()}
+
+
+def estimate_tare(readings: np.ndarray) -> Tare:
+    """Tare from ``readings (T, 6)`` taken while the tool is still and touches nothing, sensor frame [N, N·m].
+
+    Raises:
+        InvalidInputError: fewer than :data:`MIN_TARE_SAMPLES` readings, a shape other than ``(T, 6)``, or a
+            non-finite reading.
+    """
+    readings = np.asarray(readings, dtype=np.float64)
+    if readings.ndim != 2 or readings.shape[1] != 6:
+        raise InvalidInputError(f"tare readings must have shape (T, 6), got {readings.shape}")
+    if readings.shape[0] < MIN_TARE_SAMPLES:
+        raise InvalidInputError(f"a tare needs at least {MIN_TARE_SAMPLES} still readings, got {readings.shape[0]}")
+    if not np.all(np.isfinite(readings)):
+        raise InvalidInputError("tare readings contain NaN or infinity")
+    return Tare(bias=readings.mean(axis=0), noise_std=readings.std(axis=0, ddof=1), samples=int(readings.shape[0]))
