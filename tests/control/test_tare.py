@@ -11,8 +11,10 @@ from contactkit.control.tare import (
     CONTACT_FALSE_ALARM,
     MIN_CONTACT_FORCE_N,
     Tare,
+    TaredWorld,
     TareMode,
     estimate_tare,
+    tare_world,
 )
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
@@ -94,3 +96,21 @@ def test_spiral_with_tare_waits_for_the_surface():
     assert fallen > 10e-3
     assert t > policy.config.tare_steps
     assert np.all(np.abs(policy.tare.bias - BIAS) < 5 * NOISE)
+
+
+def test_tared_world_reads_zero_in_free_space():
+    """tare_world holds the tool still: its position does not drift, and the wrapped world's free-space
+    readings then average to zero within the noise (the offset is gone)."""
+    scene = peg_in_hole("hexagon", 1e-3)
+    params = replace(load_world("nominal"), ft_bias=tuple(BIAS), ft_noise_std=tuple(NOISE))
+    world = MujocoWorld(scene, params, rng=np.random.default_rng(3))
+    start = world.reset().pos.copy()
+    tare = tare_world(world, 20)
+    tared = TaredWorld(world, tare)
+    results = [tared.step(np.zeros(6), ActionMode.POSE_DELTA) for _ in range(40)]
+    readings = np.stack([r.wrench for r in results])
+    assert np.all(np.abs(readings.mean(axis=0)) < 5 * NOISE / np.sqrt(20) + 5 * NOISE / np.sqrt(40))
+    assert np.linalg.norm(results[-1].state.pos - start) < 5e-4
+    assert tared.scene is world.scene
+    with pytest.raises(InvalidInputError, match="still steps"):
+        tare_world(world, 1)

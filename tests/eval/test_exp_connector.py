@@ -66,3 +66,22 @@ def test_harness_entry_point_signature_and_bad_config():
     assert list(params)[:3] == ["quick", "seed", "device"] and params["plots"].default is None
     with pytest.raises(InvalidInputError):
         run_experiment(dataclasses.replace(TINY, n_trials=0), seed=0)
+
+
+def test_tare_removes_a_sensor_offset_from_the_lateral_force():
+    """A 2 N lateral offset on the sensor: without tare the scripted run's mean lateral force is off by about
+    the offset; with the free-space tare it matches the unbiased sensor's (the same physics, other noise
+    draws) to well under the offset."""
+    from contactkit.control.tare import TareMode
+    from contactkit.eval.exp_connector import run_trial
+
+    tiny = dataclasses.replace(TINY, calib_s=1.0, heldout_s=0.5, window_s=0.5)
+    biased = dataclasses.replace(tiny.world, ft_bias=(2.0, 0.0, 1.0, 0.0, 0.0, 0.0))
+
+    def lateral(world, tare):
+        cfg = dataclasses.replace(tiny, world=world, tare=tare)
+        return float(run_trial(SOCKET_VARIANTS[0], cfg, [5, 0]).lateral["scripted"].mean())
+
+    clean = lateral(tiny.world, TareMode.NONE)
+    assert abs(lateral(biased, TareMode.NONE) - clean) > 1.0
+    assert abs(lateral(biased, TareMode.FREE_SPACE) - clean) < 0.2

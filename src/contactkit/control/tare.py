@@ -16,12 +16,13 @@ most ``σ_max``), so :func:`contact_threshold` is ``σ_max · sqrt(χ²₃(1 −
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import chi2
 
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode, StepResult, World
 
 __all__ = [
     "CONTACT_FALSE_ALARM",
@@ -30,7 +31,9 @@ __all__ = [
     "TARE_STEPS",
     "Tare",
     "TareMode",
+    "TaredWorld",
     "estimate_tare",
+    "tare_world",
 ]
 
 CONTACT_FALSE_ALARM = 1e-4
@@ -105,3 +108,32 @@ def estimate_tare(readings: np.ndarray) -> Tare:
     if not np.all(np.isfinite(readings)):
         raise InvalidInputError("tare readings contain NaN or infinity")
     return Tare(bias=readings.mean(axis=0), noise_std=readings.std(axis=0, ddof=1), samples=int(readings.shape[0]))
+
+
+def tare_world(world: World, steps: int = TARE_STEPS) -> Tare:
+    """Hold the tool where it is (zero pose-delta command) for ``steps`` control steps and tare from the readings.
+
+    Call it with the tool in free space, as a user zeroes a real sensor before a task; the world advances by
+    ``steps`` control steps.
+    """
+    if steps < MIN_TARE_SAMPLES:
+        raise InvalidInputError(f"a tare needs at least {MIN_TARE_SAMPLES} still steps, got {steps}")
+    readings = [world.step(np.zeros(6), ActionMode.POSE_DELTA).wrench for _ in range(steps)]
+    return estimate_tare(np.stack(readings))
+
+
+class TaredWorld:
+    """A :class:`~contactkit.model.World` whose F/T readings have ``tare`` subtracted (:meth:`Tare.apply`);
+    every other attribute (scene, params, reset, the simulator's own state) is the wrapped world's."""
+
+    def __init__(self, world: World, tare: Tare):
+        self._world = world
+        self.tare = tare
+
+    def __getattr__(self, name: str):
+        return getattr(self._world, name)
+
+    def step(self, command: np.ndarray, mode: ActionMode) -> StepResult:
+        """The wrapped world's step, its ``wrench (6,)`` tared [N, N·m, sensor frame]."""
+        result = self._world.step(command, mode)
+        return replace(result, wrench=self.tare.apply(result.wrench))

@@ -3,6 +3,9 @@ online linear F/T model (LML, eq 18 features) driving the force-minimising contr
 
 One trial (socket variant, sampled misalignment), all in the MuJoCo reference world:
 
+0. **Tare** (with ``tare=free-space``; off by default, so stored results are unchanged): the plug holds still at
+   its start pose in free space for ``TARE_STEPS`` control steps, and every later reading has the mean of those
+   readings subtracted (:mod:`contactkit.control.tare`), as a user zeroes a real sensor before a task.
 1. **Scripted insertion.** The impedance target descends straight along the nominal socket axis at
    ``approach_speed`` to ``push`` below the nominal seated pose, upright; it then holds there.
 2. **Baseline.** The scripted command is held for ``window_s`` more seconds (the scripted run).
@@ -40,6 +43,7 @@ import mujoco
 import numpy as np
 
 from contactkit.control.force_qp import ForceQPConfig, solve_force_clip, solve_force_qp
+from contactkit.control.tare import TARE_STEPS, TaredWorld, TareMode, tare_world
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
@@ -92,6 +96,7 @@ class ExperimentConfig:
     world: WorldParams = field(default_factory=lambda: WorldParams(
         timestep=0.005, n_substeps=10, solref=(0.01, 1.0), ft_noise_std=(0.1, 0.1, 0.1, 0.003, 0.003, 0.003)))
     qp: ForceQPConfig = field(default_factory=ForceQPConfig)
+    tare: TareMode = TareMode.NONE
 
     def steps(self, seconds: float) -> int:
         """Control steps in ``seconds``."""
@@ -208,6 +213,8 @@ def run_trial(variant: SocketVariant, cfg: ExperimentConfig, seed_seq: list[int]
     geometry = ConnectorGeometry()
     scene = connector_insertion(variant, sample_misalignment(rng, cfg.misalignment), geometry=geometry)
     world = MujocoWorld(scene, cfg.world, np.random.default_rng([*seed_seq, 1]))
+    if TareMode(cfg.tare) is TareMode.FREE_SPACE:  # zero the sensor at the start pose, in free space
+        world = TaredWorld(world, tare_world(world, TARE_STEPS))
     goal = np.array([0.0, 0.0, geometry.seated_height - cfg.push])
     window = cfg.steps(cfg.window_s)
     scripted(world, cfg, goal, cfg.steps(cfg.insert_s))
