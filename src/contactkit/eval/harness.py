@@ -50,6 +50,7 @@ EXPERIMENTS: dict[str, str] = {
     "pf-tracking": "contactkit.eval.exp_pf_tracking",
     "placement": "contactkit.eval.exp_placement",
     "prediction-accuracy": "contactkit.eval.exp_prediction",
+    "pushing": "contactkit.eval.exp_pushing",
     "tight-assembly": "contactkit.eval.exp_tight_assembly",
 }
 """``contactkit experiment NAME`` → module with ``run``."""

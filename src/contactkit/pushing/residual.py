@@ -113,7 +113,8 @@ def _card(training: dict) -> dict:
 
 def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
-                   learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1) -> TrainResult:
+                   learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1,
+                   wall_limit_s: float | None = None) -> TrainResult:
     """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
 
     Args:
@@ -124,6 +125,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
         train_freq, gradient_steps: ``gradient_steps`` updates every ``train_freq`` environment steps (measured,
             loaded 2-core box, 2000-step episodes: 1/1 → 126 steps/s, 4/1 → 249 steps/s, the environment alone
             533 steps/s).
+        wall_limit_s: stop at the first episode end after this many seconds [s] (None: run all ``steps``); the
+            result then records the steps actually done.
 
     Returns:
         :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
@@ -137,6 +140,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
 
     if int(steps) < 1:
         raise InvalidInputError(f"steps must be >= 1, got {steps!r}")
+    if wall_limit_s is not None and not (np.isfinite(wall_limit_s) and wall_limit_s > 0):
+        raise InvalidInputError(f"wall_limit_s must be > 0 seconds or None, got {wall_limit_s!r}")
     torch.set_num_threads(1)
     env = RecordEpisodeStatistics(PushingResidualEnv(episode_steps=episode_steps))
     noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=env.unwrapped.dt)
@@ -156,16 +161,20 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                     errors.append([e.get(k, np.nan) for k in ("normal_N", "tangential_N", "torque_Nm")])
                     if progress is not None:
                         progress(self.num_timesteps, int(steps), returns[-1])
+                    if wall_limit_s is not None and time.perf_counter() - t0 > wall_limit_s:
+                        return False
             return True
 
     t0 = time.perf_counter()
     model.set_logger(Logger(folder=None, output_formats=[]))  # sb3's default makes a folder in the temp dir per run
     model.learn(total_timesteps=int(steps), callback=_Curve())
     wall = time.perf_counter() - t0
-    card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=int(steps), seed=int(seed),
+    done = int(model.num_timesteps)
+    card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=done, seed=int(seed),
                       episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
                       ou_theta=OU_THETA, learning_rate=learning_rate, batch_size=batch_size,
-                      train_freq=int(train_freq), gradient_steps=int(gradient_steps)))
+                      train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
+                      wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps)))
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
     probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
@@ -174,7 +183,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     if not np.allclose(policy(probe), ref, atol=1e-5):
         raise RuntimeError("exported actor does not reproduce sb3's actor (layer layout changed?)")
     return TrainResult(policy, np.array(returns),
-                       np.array(errors, dtype=np.float64).reshape(-1, 3), len(returns), int(steps), wall)
+                       np.array(errors, dtype=np.float64).reshape(-1, 3), len(returns), done, wall)
 
 
 def save_residual(policy: ResidualPolicy, path: str | Path) -> Path:

@@ -1,0 +1,107 @@
+"""``contactkit learn pushing``: train the pushing paper's residual DDPG policy (§II-C) and write its model card."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from contactkit.cli._app import check_outputs, console, fail, progress
+from contactkit.cli.learn import learn_app
+from contactkit.errors import ContactkitError, InvalidInputError
+
+ACTOR_FILE = "residual.safetensors"
+"""The actor's file name in ``--out`` (its JSON card is written beside it as ``residual.json``)."""
+CURVE_FILE = "training_curve.json"
+"""Per-episode returns and mean absolute force/torque errors (Fig. 5) in ``--out``."""
+CURVE_BLOCK = 20
+"""Episodes per block in the model card's training-curve table."""
+
+
+def curve_blocks(errors: np.ndarray, returns: np.ndarray, block: int = CURVE_BLOCK) -> list[dict]:
+    """Means of consecutive ``block``-episode blocks of ``errors`` ``(E, 3)`` (normal, tangential [N], torque
+    [N m]) and ``returns`` ``(E,)``; the last block may be shorter."""
+    rows = []
+    for lo in range(0, len(returns), block):
+        e = errors[lo:lo + block]
+        rows.append({"episodes": [lo + 1, lo + len(e)], "return": float(np.mean(returns[lo:lo + block])),
+                     "normal_N": float(np.nanmean(e[:, 0])), "tangential_N": float(np.nanmean(e[:, 1])),
+                     "torque_Nm": float(np.nanmean(e[:, 2]))})
+    return rows
+
+
+def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> str:
+    """Markdown model card of a trained residual actor (what ``contactkit learn pushing`` writes as README.md)."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    lines = [
+        "# Residual pushing policy π_θ (DDPG)", "",
+        "The residual actor of the hybrid-contact pushing paper (§II-C, Algorithm 1, eqs 16–17), trained by "
+        "stable-baselines3 DDPG with Ornstein–Uhlenbeck noise in the hybrid MLCP model "
+        "(`contactkit.pushing.env.PushingResidualEnv`: cube and wedge, constant / trapezoidal / chirp profiles, "
+        "domain randomisation of `env.DR_BOUNDS`). Load with `contactkit.pushing.load_residual(path)` "
+        "(safetensors, never unpickled).", "",
+        f"- file: `{path.name}`, {path.stat().st_size} bytes, sha256 `{digest}`",
+        f"- network: {training['obs_dim']} observations → {' → '.join(f'{h} ReLU' for h in training['hidden'])} → "
+        "3 tanh actions (push-frame n, t velocity × "
+        f"{training['action_lin_scale_mps']} m/s, yaw rate × {training['action_ang_scale_radps']} rad/s)",
+        f"- training: {training['steps']} environment steps ({training['steps_asked']} asked), "
+        f"{training['episodes']} episodes of {training['episode_steps']} steps, {training['wall_s']:.0f} s wall on "
+        f"one torch thread, seed {training['seed']}, lr {training['learning_rate']}, batch {training['batch_size']}, "
+        f"{training['gradient_steps']} gradient step(s) every {training['train_freq']} env step(s), OU σ "
+        f"{training['ou_sigma']}, θ {training['ou_theta']}; stopped by the wall-time limit: "
+        f"{training['stopped_by_wall_limit']}",
+        f"- made with stable-baselines3 {version('stable-baselines3')}, torch {version('torch')}, gymnasium "
+        f"{version('gymnasium')}, numpy {np.__version__}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}",
+        "", f"Training curve (Fig. 5; full per-episode data in `{CURVE_FILE}`): block means over {CURVE_BLOCK} "
+        "episodes of the per-episode mean absolute errors in the randomised model.", "",
+        "| episodes | return | normal [N] | tangential [N] | torque [N m] |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {b['episodes'][0]}–{b['episodes'][1]} | {b['return']:.0f} | {b['normal_N']:.3f} | "
+              f"{b['tangential_N']:.3f} | {b['torque_Nm']:.4f} |" for b in blocks]
+    lines += ["", "Made by (from the repository root):", "", "```", command, "```", ""]
+    return "\n".join(lines)
+
+
+@learn_app.command("pushing")
+def learn_pushing(
+    out: Annotated[Path, typer.Option(help=f"output folder: gets {ACTOR_FILE}, its card, {CURVE_FILE}, README.md")],
+    steps: Annotated[int, typer.Option(help="environment steps asked (2000 per episode)")] = 200_000,
+    seed: int = 0,
+    wall_limit: Annotated[float | None, typer.Option(
+        help="stop at the first episode end after this many seconds (the card records the steps done)")] = None,
+    train_freq: Annotated[int, typer.Option(help="environment steps per DDPG gradient step")] = 4,
+) -> None:
+    """Train the residual pushing policy (DDPG + OU noise, hybrid model, domain randomisation) on one torch thread."""
+    from contactkit.pushing.residual import save_residual, train_residual
+
+    try:
+        check_outputs((out, "--out", True))
+        if steps < 1 or train_freq < 1:
+            raise InvalidInputError(f"--steps and --train-freq must be >= 1, got {steps}, {train_freq}")
+        command = (f"nice -n 10 contactkit learn pushing --out {out} --steps {steps} --seed {seed} "
+                   f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else ""))
+        with progress() as bar:
+            job = bar.add_task("learn pushing", total=steps)
+
+            def report(done: int, total: int, ret: float) -> None:
+                bar.update(job, completed=done, description=f"learn pushing (last return {ret:.0f})")
+
+            result = train_residual(steps, seed, report, train_freq=train_freq, wall_limit_s=wall_limit)
+        out.mkdir(parents=True, exist_ok=True)
+        path = save_residual(result.policy, out / ACTOR_FILE)
+    except ContactkitError as exc:
+        fail(exc)
+    curve = {"returns": result.returns.tolist(), "errors": result.errors.tolist(),
+             "columns": ["normal_N", "tangential_N", "torque_Nm"]}
+    (out / CURVE_FILE).write_text(json.dumps(curve) + "\n")
+    training = {**result.policy.card, **result.policy.card["training"]}
+    (out / "README.md").write_text(model_card(path, training, curve_blocks(result.errors, result.returns), command))
+    console.print(f"{result.episodes} episodes, {result.steps} steps in {result.wall_s:.0f} s; wrote {path}")

@@ -1,0 +1,260 @@
+"""Experiment ``pushing``: PD-only vs RL-assisted multi-point pushing, in the model and in the "real" world
+(hybrid-contact residual-RL pushing paper §IV, Tables III–IV, Figs. 5, 6, 8; issue 18 part 8).
+
+For each object (cube, wedge) × angular-velocity profile (constant, trapezoidal, chirp), ``trials`` goal poses are
+drawn from the training ranges of :func:`contactkit.pushing.env.sample_goal` (distance 60–120 mm, ``|Δθ|``
+0.10–0.35 rad, chord within ±0.05 rad of the push axis) with the generator
+``np.random.default_rng([seed, object, profile, TRIAL_STREAM])`` (not the gain search's stream). Each goal is run
+four times, 20 s at 100 Hz from the nominal start: PD-only and RL-assisted (the committed residual actor, or
+``checkpoint``), in the model (:class:`~contactkit.pushing.hybrid.HybridPushWorld` of the nominal Table II scene)
+and in the "real" world (:class:`~contactkit.pushing.real.RealPushWorld` with its default, never-seen
+:class:`~contactkit.pushing.real.RealWorldParams`). The controller always plans with the nominal scene.
+
+Errors (definitions of :func:`contactkit.pushing.controller.episode_errors`): translation ``mean_t |p − p_des| /
+|p_goal − p_start|`` and angle ``mean_t |θ − θ_des| / |Δθ|`` in % (Table III), planar force ``mean_t |Σ_i
+(F_i,des − λ_i)|`` [N] and torque ``mean_t |Σ_i (τ_i,des − τ_i)|`` [N m] (Table IV). A case's error is the mean
+over its *completed* trials. A goal whose eq-13 plan is infeasible at any step is a failed trial of every run
+(``infeasible``); an episode that stops early (object lost, unreachable start, singularity, divergence) is a
+failure of that controller and world (``failures``). Neither contributes a NaN: a case with no completed trial
+reports its error as None.
+
+JSON: ``cases[].{object, profile, trials, pd_translation_err_pct, rl_translation_err_pct, pd_angle_err_pct,
+rl_angle_err_pct, pd_force_err_N_sim, rl_force_err_N_sim, pd_force_err_N_real, rl_force_err_N_real,
+pd_torque_err_Nm_real, rl_torque_err_Nm_real}`` (translation and angle: "real" world, as Table III) plus the
+same in the other world (``*_sim`` / ``*_real``), ``infeasible``, ``failures``, ``completed``; ``training.{episodes,
+steps, wall_s}`` from the actor's card; ``bar`` (the issue's three tracking criteria); ``gains``.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from contactkit.control.icr import AngularProfile, ProfileKind
+from contactkit.errors import InvalidInputError
+from contactkit.eval.workers import worker_pool
+from contactkit.pushing import controller as ctl
+from contactkit.pushing.env import sample_goal
+from contactkit.pushing.scene import ObjectKind, PushScene
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+"""The repository root (where ``models/`` lies in a source checkout)."""
+DEFAULT_CHECKPOINT = Path("models/pushing-residual/residual.safetensors")
+"""The committed residual actor, relative to the repository root."""
+TRIAL_STREAM = 18
+"""Last element of the trial generators' seed sequence (issue 18)."""
+DURATION_S, DT_S = 20.0, 0.01
+"""Episode length and control period (§IV-A: 20 s at 100 Hz)."""
+RL_BAR_PCT = 5.0
+"""Bar: RL-assisted translation and angle error in the "real" world ≤ 5 % in every case."""
+PD_RATIO_BAR = 3.0
+"""Bar: PD-only error ≥ 3 × RL-assisted error on average (translation and angle, "real" world)."""
+ERR_KEYS = ("translation_pct", "angle_pct", "force_N", "torque_Nm")
+
+
+class Controller(enum.Enum):
+    """PD-only (π_H) or RL-assisted (π_H + π_θ)."""
+
+    PD = "pd"
+    RL = "rl"
+
+
+class WorldKind(enum.Enum):
+    """The hybrid MLCP model or the "real" MuJoCo world."""
+
+    SIM = "sim"
+    REAL = "real"
+
+
+@dataclass(frozen=True)
+class PushingConfig:
+    """Budget: ``trials`` goals per object × profile; ``duration`` [s]; ``workers`` processes (1: inline)."""
+
+    trials: int
+    duration: float = DURATION_S
+    workers: int = 1
+
+
+FULL = PushingConfig(trials=50)
+QUICK = PushingConfig(trials=1)
+
+
+def resolve_checkpoint(path: str | Path | None) -> Path:
+    """``path`` (default :data:`DEFAULT_CHECKPOINT`) as given when it exists, else under :data:`REPO_ROOT`."""
+    p = Path(path) if path is not None else DEFAULT_CHECKPOINT
+    return p if p.is_file() or p.is_absolute() else REPO_ROOT / p
+
+
+def trial_goals(seed: int, obj: ObjectKind, profile: ProfileKind, n: int) -> np.ndarray:
+    """``(n, 3)`` goal poses [m, m, rad] of one case (module doc), from the nominal start pose."""
+    rng = np.random.default_rng([seed, list(ObjectKind).index(obj), list(ProfileKind).index(profile), TRIAL_STREAM])
+    start = np.array(PushScene.for_object(obj).object_pose)
+    return np.array([sample_goal(rng, start) for _ in range(n)]).reshape(n, 3)
+
+
+_POLICIES: dict[str, object] = {}
+
+
+def _policy(checkpoint: str):
+    from contactkit.pushing.residual import load_residual
+
+    if checkpoint not in _POLICIES:
+        _POLICIES[checkpoint] = load_residual(checkpoint)
+    return _POLICIES[checkpoint]
+
+
+def _world(kind: WorldKind, scene: PushScene):
+    if kind is WorldKind.SIM:
+        from contactkit.pushing.hybrid import HybridPushWorld
+
+        return HybridPushWorld(scene)
+    from contactkit.pushing.real import RealPushWorld
+
+    return RealPushWorld(scene)
+
+
+def run_trial(job: tuple) -> dict:
+    """One episode: ``job = (object, profile, goal (3,), controller, world, checkpoint, duration, traces)``.
+
+    Returns ``{"failure": str | None, "errors": {...}}`` and, when ``traces``, per-step ``pose``, ``desired``
+    ``(N, 3)``, ``force_err`` [N] and ``torque_err`` [N m] ``(N,)``.
+    """
+    obj, profile, goal, controller, world, checkpoint, duration, traces = job
+    scene = PushScene.for_object(ObjectKind(obj))
+    start = np.array(scene.object_pose)
+    policy = _policy(checkpoint) if Controller(controller) is Controller.RL else None
+    log = ctl.run_episode(_world(WorldKind(world), scene), scene, start, np.asarray(goal), AngularProfile(
+        ProfileKind(profile)), duration, DT_S, policy=policy)
+    out = {"failure": log.failure, "errors": ctl.episode_errors(log, start, goal)}
+    if traces:
+        out.update(pose=log.obj_pose, desired=log.desired_pose,
+                   force_err=np.linalg.norm((log.force_des - log.force).sum(1), axis=1),
+                   torque_err=np.abs((log.torque_z_des - log.torque_z).sum(1)))
+    return out
+
+
+def feasible_goal(obj: ObjectKind, profile: ProfileKind, goal: np.ndarray, duration: float) -> bool:
+    """Eq 13 produces the required wrench at every step of the plan to ``goal`` (nominal scene)."""
+    scene = PushScene.for_object(obj)
+    plan = ctl.plan_push(scene, np.array(scene.object_pose), goal, AngularProfile(profile), duration, DT_S)
+    return bool(plan.feasible.all())
+
+
+RUNS = tuple(itertools.product(Controller, WorldKind))
+
+
+def _mean(values: list[float]) -> float | None:
+    v = [x for x in values if np.isfinite(x)]
+    return float(np.mean(v)) if v else None
+
+
+def _case_entry(obj, profile, goals, feasible, runs: dict) -> dict:
+    """One ``cases[]`` row from the trial results ``runs[(controller, world)]`` (a list over feasible goals)."""
+    entry = {"object": obj.value, "profile": profile.value, "trials": len(goals),
+             "infeasible": int((~feasible).sum()), "failures": {}, "completed": {}}
+    names = {"translation_pct": "translation_err_pct", "angle_pct": "angle_err_pct", "force_N": "force_err_N",
+             "torque_Nm": "torque_err_Nm"}
+    for (c, w), results in runs.items():
+        done = [r for r in results if r["failure"] is None]
+        entry["failures"][f"{c.value}_{w.value}"] = len(results) - len(done)
+        entry["completed"][f"{c.value}_{w.value}"] = len(done)
+        for key, name in names.items():
+            entry[f"{c.value}_{name}_{w.value}"] = _mean([r["errors"][key] for r in done])
+    for c in Controller:  # Table III's names: the "real" world
+        entry[f"{c.value}_translation_err_pct"] = entry[f"{c.value}_translation_err_pct_real"]
+        entry[f"{c.value}_angle_err_pct"] = entry[f"{c.value}_angle_err_pct_real"]
+    return entry
+
+
+def bar_check(cases: list[dict]) -> dict:
+    """The issue's tracking bars on ``cases`` (None where a case has no completed trial)."""
+    def ok(values):
+        return None if any(v is None for v in values) else bool(all(values))
+
+    rl_ok = [None if c["rl_translation_err_pct"] is None or c["rl_angle_err_pct"] is None else
+             c["rl_translation_err_pct"] <= RL_BAR_PCT and c["rl_angle_err_pct"] <= RL_BAR_PCT for c in cases]
+    pd = [c[f"pd_{k}_err_pct"] for c in cases for k in ("translation", "angle")]
+    rl = [c[f"rl_{k}_err_pct"] for c in cases for k in ("translation", "angle")]
+    ratio = None if None in pd or None in rl or np.mean(rl) <= 0 else float(np.mean(pd) / np.mean(rl))
+    pairs = [(c[f"rl_{q}_{w}"], c[f"pd_{q}_{w}"], w) for c in cases for q in ("force_err_N", "torque_err_Nm")
+             for w in ("sim", "real")]
+    below = {w: ok([None if r is None or p is None else r < p for r, p, ww in pairs if ww == w])
+             for w in ("sim", "real")}
+    return {"rl_real_le_5pct_every_case": ok(rl_ok), "pd_over_rl_ratio_real": ratio,
+            "pd_at_least_3x_rl": None if ratio is None else ratio >= PD_RATIO_BAR,
+            "rl_force_torque_below_pd_sim": below["sim"], "rl_force_torque_below_pd_real": below["real"]}
+
+
+def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path | None = None,
+                   plots: str | Path | None = None) -> dict:
+    """All objects × profiles × trials × (PD, RL) × (model, "real") (module doc); figures into ``plots``."""
+    from contactkit.pushing.residual import load_residual
+
+    if config.trials < 1 or not config.duration > 0:
+        raise InvalidInputError(f"pushing: trials must be >= 1 and duration > 0, got {config.trials}, "
+                                f"{config.duration}")
+    ckpt = resolve_checkpoint(checkpoint)
+    card = load_residual(ckpt).card  # refuses a bad checkpoint before any episode
+    cases = list(itertools.product(ObjectKind, ProfileKind))
+    goals = {c: trial_goals(seed, *c, config.trials) for c in cases}
+    feasible = {c: np.array([feasible_goal(*c, g, config.duration) for g in goals[c]]) for c in cases}
+    traced = (ObjectKind.CUBE, ProfileKind.CONSTANT)
+    jobs, keys = [], []
+    for c in cases:
+        for i in np.flatnonzero(feasible[c]):
+            for ctrl, world in RUNS:
+                jobs.append((c[0].value, c[1].value, goals[c][i], ctrl.value, world.value, str(ckpt),
+                             config.duration, c == traced or i == np.flatnonzero(feasible[c])[0]))
+                keys.append((c, ctrl, world))
+    with worker_pool(config.workers) as pool:
+        results = list(pool.map(run_trial, jobs))
+    per = {c: {r: [] for r in RUNS} for c in cases}
+    for (c, ctrl, world), res in zip(keys, results, strict=True):
+        per[c][(ctrl, world)].append(res)
+    rows = [_case_entry(*c, goals[c], feasible[c], per[c]) for c in cases]
+    training = card.get("training", {})
+    result = {"cases": rows, "bar": bar_check(rows),
+              "training": {"episodes": training.get("episodes"), "steps": training.get("steps"),
+                           "wall_s": training.get("wall_s")},
+              "gains": {"kp": ctl.KP, "kv": ctl.KV}, "checkpoint": str(ckpt),
+              "config": {"trials": config.trials, "duration_s": config.duration, "dt_s": DT_S, "seed": seed}}
+    if plots is not None:
+        from contactkit.eval.pushing_figures import plot_pushing
+
+        result["figures"] = plot_pushing(result, per, ckpt.parent, Path(plots))
+    return result
+
+
+def markdown(result: dict) -> str:
+    """Tables III and IV of a result: per case, PD-only vs RL-assisted errors and the trials that counted."""
+    def f(v, fmt):
+        return "–" if v is None else format(v, fmt)
+
+    lines = ["| object | profile | trials (infeasible) | transl. PD / RL [%] | angle PD / RL [%] | force sim PD / RL "
+             "[N] | force real PD / RL [N] | torque real PD / RL [N m] |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for c in result["cases"]:
+        lines.append(f"| {c['object']} | {c['profile']} | {c['trials']} ({c['infeasible']}) | "
+                     f"{f(c['pd_translation_err_pct'], '.1f')} / {f(c['rl_translation_err_pct'], '.1f')} | "
+                     f"{f(c['pd_angle_err_pct'], '.1f')} / {f(c['rl_angle_err_pct'], '.1f')} | "
+                     f"{f(c['pd_force_err_N_sim'], '.3f')} / {f(c['rl_force_err_N_sim'], '.3f')} | "
+                     f"{f(c['pd_force_err_N_real'], '.3f')} / {f(c['rl_force_err_N_real'], '.3f')} | "
+                     f"{f(c['pd_torque_err_Nm_real'], '.4f')} / {f(c['rl_torque_err_Nm_real'], '.4f')} |")
+    lines += ["", f"Bar: {result['bar']}"]
+    return "\n".join(lines) + "\n"
+
+
+def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
+        checkpoint: str | Path | None = None, workers: int | None = None,
+        config: PushingConfig | None = None) -> dict:
+    """Harness entry point: the quick (1 goal per case) or full (50) budget; ``config`` replaces it (tests)."""
+    del device  # numpy / MuJoCo on the CPU
+    cfg = config or (QUICK if quick else FULL)
+    if workers is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, workers=int(workers))
+    return run_experiment(cfg, seed, checkpoint, plots)
