@@ -119,12 +119,15 @@ def experiment(
     model_world: Annotated[str | None, typer.Option(help=MODEL_WORLD_HELP)] = None,
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=RAY_HELP)] = None,
+    tare: Annotated[str | None, typer.Option(
+        help="pf-tracking: F/T sensor tare, 'none' (the stored run: raw readings, a fixed 1 N contact threshold) "
+             "or 'free-space' (hold still, zero the sensor, contact relative to its noise)")] = None,
 ) -> None:
     """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
     options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
                "episodes": episodes, "pairings": _names(pairings),
                "reference_dir": str(reference_dir) if reference_dir else None,
-               **_shared_options(scene, world, model_world, workers, ray_address)}
+               "tare": tare, **_shared_options(scene, world, model_world, workers, ray_address)}
     _measure("experiment", name, quick, json_path, seed, device, plots, options, results_dir)
 
 
