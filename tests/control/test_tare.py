@@ -14,6 +14,7 @@ from contactkit.control.tare import (
     TaredWorld,
     TareMode,
     estimate_tare,
+    parse_tare_mode,
     tare_world,
 )
 from contactkit.errors import InvalidInputError
@@ -114,3 +115,10 @@ def test_tared_world_reads_zero_in_free_space():
     assert tared.scene is world.scene
     with pytest.raises(InvalidInputError, match="still steps"):
         tare_world(world, 1)
+
+
+def test_tare_mode_names():
+    assert parse_tare_mode(None) is TareMode.NONE
+    assert parse_tare_mode("free-space") is TareMode.FREE_SPACE
+    with pytest.raises(InvalidInputError, match="free-space"):
+        parse_tare_mode("zero")

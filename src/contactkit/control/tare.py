@@ -33,6 +33,7 @@ __all__ = [
     "TareMode",
     "TaredWorld",
     "estimate_tare",
+    "parse_tare_mode",
     "tare_world",
 ]
 
@@ -53,6 +54,14 @@ class TareMode(str, enum.Enum):
     """Raw readings; contact when the force exceeds a fixed threshold (the behaviour before tare existed)."""
     FREE_SPACE = "free-space"
     """Hold still in free space for a window, subtract the mean reading, threshold relative to the noise."""
+
+
+def parse_tare_mode(name: TareMode | str | None) -> TareMode:
+    """A :class:`TareMode` from its name (None: :attr:`TareMode.NONE`); InvalidInputError listing the names."""
+    try:
+        return TareMode(name if name is not None else TareMode.NONE)
+    except ValueError:
+        raise InvalidInputError(f"tare must be one of {[m.value for m in TareMode]}, got {name!r}") from None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
+from contactkit.control.tare import Tare, TareMode, parse_tare_mode
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
 from contactkit.estimation.tracking import (
     NoiseCalibration,
@@ -118,13 +119,16 @@ def tracking_config(calibration: NoiseCalibration, n_particles: int = 30) -> Tra
     )
 
 
-def record_episode(scene: Scene, params: WorldParams, steps: int, rng: np.random.Generator
-                   ) -> tuple[RecordedEpisode, np.ndarray]:
-    """Run the spiral insertion in the world of ``params``; returns the episode with pose-delta actions and
-    the ``(T, 6)`` wrenches the controller applied (world frame, about the tool origin), for WRENCH models."""
+def record_episode(scene: Scene, params: WorldParams, steps: int, rng: np.random.Generator,
+                   tare: TareMode = TareMode.NONE) -> tuple[RecordedEpisode, np.ndarray, Tare | None]:
+    """Run the spiral insertion in the world of ``params``; returns the episode with pose-delta actions, the
+    ``(T, 6)`` wrenches the controller applied (world frame, about the tool origin), for WRENCH models, and the
+    sensor's tare. With ``tare`` :attr:`TareMode.FREE_SPACE` the policy first holds still and tares the sensor
+    (:class:`~contactkit.control.policies.SpiralConfig`), and the episode's readings are the tared ones (the
+    filter sees what a user's zeroed sensor reads); with :attr:`TareMode.NONE` the raw readings (tare None)."""
     world = MujocoWorld(scene, params, rng=rng)
     state = world.reset()
-    policy = SpiralPolicy(SpiralConfig(center_noise=CENTER_NOISE_M))
+    policy = SpiralPolicy(SpiralConfig(center_noise=CENTER_NOISE_M, tare=tare))
     policy.reset(scene, state, rng)
     states, actions, readings, applied = [state], [], [], []
     wrench = np.zeros(6)
@@ -136,7 +140,21 @@ def record_episode(scene: Scene, params: WorldParams, steps: int, rng: np.random
         actions.append(action)
         readings.append(wrench)
         applied.append(result.applied)
-    return RecordedEpisode(stack_states(states), np.array(actions), np.array(readings)), np.array(applied)
+    readings = np.array(readings) if policy.tare is None else policy.tare.apply(np.array(readings))
+    return RecordedEpisode(stack_states(states), np.array(actions), readings), np.array(applied), policy.tare
+
+
+def first_contact(readings: np.ndarray, tare: Tare | None) -> int:
+    """Index of the first reading ``(T, 6)`` that is a contact: tared readings above the tare's noise threshold
+    (:meth:`~contactkit.control.tare.Tare.contact_threshold`, after the still window), or raw forces above
+    :data:`CONTACT_FORCE_N` without a tare; ``T`` when none is."""
+    force = np.linalg.norm(readings[:, :3], axis=1)
+    if tare is None:
+        touching = np.flatnonzero(force > CONTACT_FORCE_N)
+    else:
+        touching = np.flatnonzero(force > tare.contact_threshold())
+        touching = touching[touching >= tare.samples]
+    return int(touching[0]) if touching.size else readings.shape[0]
 
 
 def _scores(result: TrackingResult, contact: int) -> dict:
@@ -180,7 +198,7 @@ def _evaluate_model(model, episodes, config, seed: int) -> tuple[dict, list[dict
     """Scores per configuration (medians and spread over episodes) and the first episode's time series."""
     per_mode: dict[str, list[dict]] = {m.value: [] for m in TrackingMode}
     series = []
-    for e, (episode, applied, contact) in enumerate(episodes):
+    for e, (episode, applied, contact, _) in enumerate(episodes):
         episode = _as_model_input(model, episode, applied)
         for m_index, mode in enumerate(TrackingMode):
             result = track(model, episode, config, mode, np.random.default_rng([seed, e, m_index]))
@@ -190,13 +208,14 @@ def _evaluate_model(model, episodes, config, seed: int) -> tuple[dict, list[dict
     return {mode: _summarise(scores) for mode, scores in per_mode.items()}, series
 
 
-def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset: int, count: int) -> list:
-    """``count`` episodes ``(episode, applied (T, 6), first contact step)`` with seeds ``[seed, offset + k]``."""
+def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset: int, count: int,
+            tare: TareMode = TareMode.NONE) -> list:
+    """``count`` episodes ``(episode, applied (T, 6), first contact step, tare)`` with seeds ``[seed, offset + k]``."""
     out = []
     for e in range(count):
-        episode, applied = record_episode(scene, world, budget.steps, np.random.default_rng([seed, offset + e]))
-        touching = np.flatnonzero(np.linalg.norm(episode.wrenches[:, :3], axis=1) > CONTACT_FORCE_N)
-        out.append((episode, applied, int(touching[0]) if touching.size else episode.n_steps))
+        episode, applied, tared = record_episode(scene, world, budget.steps, np.random.default_rng([seed, offset + e]),
+                                                 tare)
+        out.append((episode, applied, first_contact(episode.wrenches, tared), tared))
     return out
 
 
@@ -208,20 +227,23 @@ def narrowing(options: dict) -> list[str]:
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: TrackingBudget | None = None, checkpoint: str | Path | None = None,
-        models: tuple[str, ...] | None = None) -> dict:
+        models: tuple[str, ...] | None = None, tare: str | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 12-style PNGs in ``plots``.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` and ``models`` as in
     :func:`contactkit.eval.exp_mpc_insertion.run` (the Act-FIGNet checkpoint; the names of its ``MODEL_FACTORIES``
-    to track with, the others listed as missing).
+    to track with, the others listed as missing). ``tare``: ``"none"`` (default; raw readings and the fixed
+    :data:`CONTACT_FORCE_N`, as the stored run) or ``"free-space"`` (:func:`record_episode`; the filter sees the
+    tared readings; ``sensor_tare`` in the result records the first scored episode's tare).
     """
+    tare_mode = parse_tare_mode(tare)
     models = None if models is None else known_models(models)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     scene = peg_in_hole("hexagon", 1e-3)
     truth_world, nominal = load_world("target"), load_world("nominal")
-    episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes)
+    episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes, tare_mode)
     calibration_episodes = _record(scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
-                                   budget.calibration_episodes)
+                                   budget.calibration_episodes, tare_mode)
     planning = InsertionBudget((), 0, 0, checkpoint=None if checkpoint is None else str(checkpoint),
                                models=models)
     models, missing = build_models(scene, nominal, planning, device, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
@@ -230,7 +252,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     all_series = {}
     for name, model in models.items():
         calibration = calibrate_noise(model, [_as_model_input(model, ep, applied)
-                                              for ep, applied, _ in calibration_episodes])
+                                              for ep, applied, _, _ in calibration_episodes])
         config = tracking_config(calibration)
         summary, all_series[name] = _evaluate_model(model, episodes, config, seed)
         result["models"][name] = {"configurations": summary, "calibration": {
@@ -248,6 +270,8 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         "perturbed_converged_fraction": perturbed["converged_fraction"],
         "final_pos_err_mm": {mode: scores["final_pos_err_mm"] for mode, scores in configurations.items()},
         "first_contact_step": episodes[0][2],
+        "sensor_tare": {"mode": tare_mode.value,
+                        "first_episode": None if episodes[0][3] is None else episodes[0][3].as_dict()},
         "series": {name: {s["mode"]: {"pos_err_mm": (1e3 * s["result"].pos_err).round(4).tolist(),
                                       "rot_err_deg": np.degrees(s["result"].rot_err).round(4).tolist()}
                           for s in series} for name, series in all_series.items()},
