@@ -1,0 +1,72 @@
+"""``contactkit report``, ``render`` and ``view``: look at results and rollouts (a report page, rendered videos, an
+interactive 3-D page)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contactkit.cli._app import app, check_outputs, console, fail
+from contactkit.errors import ContactkitError, InvalidInputError
+
+
+def _paper_of(result: dict) -> dict | None:
+    """The paper's numbers the result's measurement module quotes (its ``PAPER`` constant), if any."""
+    from contactkit.eval.harness import BENCHMARKS, EXPERIMENTS
+
+    registry = BENCHMARKS if result.get("kind") == "benchmark" else EXPERIMENTS
+    module = registry.get(str(result.get("name", "")))
+    return getattr(importlib.import_module(module), "PAPER", None) if module else None
+
+
+def _demo_sections(demo_dir: Path) -> list[dict]:
+    """The demo page's sections (``make demo``'s ``summary.json``), figures resolved in ``demo_dir``."""
+    from contactkit.demo import _sections as report_sections
+    from contactkit.eval.results import read_result
+
+    sections = report_sections(read_result(demo_dir / "summary.json"))
+    for s in sections:
+        s["title"] = f"demo: {s['title']}"
+        s["figures"] = [str((demo_dir / f).resolve()) for f in s.get("figures", [])]
+        s["links"] = [(text, str((demo_dir / href).resolve())) for text, href in s.get("links", [])]
+    return sections
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option("-o", "--out", help="the HTML page to write (one self-contained file)")] = Path(
+        "report.html"),
+    results: Annotated[Path | None, typer.Option(help="folder of stored results; default: docs/results of the source "
+                                                       "checkout")] = None,
+    demo: Annotated[Path | None, typer.Option(help="a `contactkit demo` output folder whose sections (rendered "
+                                                   "rollouts included) are appended")] = None,
+) -> None:
+    """One self-contained HTML page of every stored benchmark and experiment: the command, our numbers beside the
+    paper's, the peer rows and the figures (embedded)."""
+    from contactkit.errors import ResultStoreError
+    from contactkit.eval.harness import markdown_of
+    from contactkit.eval.results import read_result
+    from contactkit.eval.store import default_results_dir, source_root
+    from contactkit.report.results_page import write_results_report
+
+    try:
+        results = results or default_results_dir()
+        if not results.is_dir():
+            raise InvalidInputError(f"--results '{results}' is not a folder")
+        if demo is not None and not (demo / "summary.json").is_file():
+            raise InvalidInputError(f"--demo '{demo}' holds no summary.json (run `contactkit demo --out {demo}`)")
+        check_outputs((out, "--out", False))
+        stored = [read_result(f) for f in sorted(results.glob("*.json"))]
+        try:
+            root = source_root()
+        except ResultStoreError:
+            root = Path.cwd()
+        extra = _demo_sections(demo) if demo is not None else []
+        page = write_results_report(stored, out, root, own_table=markdown_of, paper=_paper_of, extra=extra)
+    except ContactkitError as exc:
+        fail(exc)
+    console.print(f"wrote {page} ({len(stored)} result(s), {page.stat().st_size / 1e6:.1f} MB)", markup=False,
+                  highlight=False, soft_wrap=True)

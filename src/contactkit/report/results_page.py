@@ -1,0 +1,191 @@
+"""The report page of the stored results (``contactkit report``): one section per stored benchmark or experiment.
+
+Each section shows what was run (the command, from the result's provenance), when and where, the measurement's own
+table (where its module has one; the paper's numbers sit in those tables where the module quotes them), the
+paper's numbers the module quotes as a constant (``PAPER``) or the result stores under a key naming the paper,
+beside ours where the same quantity is in the result, the scalars, the peer rows (every list of records in the
+result), the configuration (folded) and the figures. Nothing on the page is typed in: every number is read from
+the stored JSON or from the measurement module.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from contactkit.report.html import MIME, write_page
+
+FOLD_ROWS = 25
+"""Scalar tables longer than this are folded (``<details>``) so that the page stays readable."""
+CELL_JSON_CHARS = 120
+"""A list or dict shown in one cell is cut to this many characters of JSON."""
+PLOTS_OPTION = "--plots"
+"""The option of a measurement command that names the folder its figures were written to."""
+NOT_SCALARS = ("name", "kind", "provenance", "config")
+
+
+def _cell(v):
+    if isinstance(v, (list, dict)):
+        text = json.dumps(v)
+        return text if len(text) <= CELL_JSON_CHARS else text[:CELL_JSON_CHARS] + "…"
+    return v
+
+
+def flatten(prefix: str, value, out: dict) -> dict:
+    """Nested dicts as ``{"a.b.c": leaf}`` into ``out`` (a dict shorter than :data:`CELL_JSON_CHARS` of JSON below
+    the top stays one cell; lists of records are left to :func:`record_tables`); returns ``out``."""
+    if isinstance(value, dict) and (not prefix or len(json.dumps(value)) > CELL_JSON_CHARS):
+        for k, v in value.items():
+            flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif not _records(value):
+        out[prefix] = _cell(value)
+    return out
+
+
+def _records(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(r, dict) for r in value)
+
+
+def record_tables(data: dict) -> list[tuple[str, list[dict]]]:
+    """Every list of records in ``data`` (at any depth of dicts) as ``(dotted key, rows)``, cells flattened."""
+    found: list[tuple[str, list[dict]]] = []
+
+    def walk(prefix: str, value) -> None:
+        if _records(value):
+            found.append((prefix, [{k: _cell(v) for k, v in r.items()} for r in value]))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+
+    for key, value in data.items():
+        if key not in ("provenance",):
+            walk(key, value)
+    return found
+
+
+def command_line(provenance: dict) -> str:
+    """The command that made a result: its ``argv`` as a ``contactkit`` command line when stored, else the stored
+    ``command`` text, else ``"?"``."""
+    argv = provenance.get("argv")
+    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+        return shlex.join(["contactkit", *argv[1:]])
+    return str(provenance.get("command") or "?")
+
+
+def _where(provenance: dict) -> str:
+    git, machine = provenance.get("git") or {}, provenance.get("machine") or {}
+    parts = [f"seed {provenance.get('seed')}", f"date {provenance.get('date', '?')}"]
+    if git.get("commit"):
+        parts.append(f"commit {str(git['commit'])[:10]}{' (dirty tree)' if git.get('dirty') else ''}")
+    parts.append(f"{machine.get('cpus', '?')} CPUs, {machine.get('platform', '?')}")
+    if isinstance(provenance.get("wall_s"), (int, float)):
+        parts.append(f"{provenance['wall_s']:.0f} s wall clock")
+    for c in provenance.get("checkpoints") or []:
+        if isinstance(c, dict):
+            parts.append(f"checkpoint {c.get('path')} (sha256 {str(c.get('sha256'))[:12]}…)")
+    return " · ".join(parts)
+
+
+def figure_paths(data: dict, root: Path) -> tuple[list[Path], list[str]]:
+    """The figures a result names (``plots`` or ``figures``), resolved against the source checkout ``root`` and
+    the ``--plots`` folder of its command; returns ``(found, missing)``."""
+    names = [n for key in ("plots", "figures") for n in (data.get(key) or []) if isinstance(n, str)]
+    argv = shlex.split(command_line(data.get("provenance") or {})) if names else []
+    folders = [root] + [root / argv[i + 1] for i, a in enumerate(argv[:-1]) if a == PLOTS_OPTION]
+    found, missing = [], []
+    for name in names:
+        hit = next((f / name for f in folders if (f / name).is_file()), None)
+        if hit is not None and hit.suffix.lower() in MIME:
+            found.append(hit.resolve())
+        else:
+            missing.append(name)
+    return found, missing
+
+
+def paper_rows(data: dict, paper: dict | None) -> list[dict]:
+    """The paper's numbers, each beside the value of the same quantity in the result where it has one.
+
+    The paper's numbers are the measurement module's ``PAPER`` constant (nested dicts: dotted keys) and every key
+    of the result that names the paper: a dict under it holds the paper's values of the result's quantities of the
+    same (dotted) names; a number under ``paper_Q`` (or ``Q_paper``) is the paper's value of ``Q``.
+    """
+    quoted = flatten("", paper, {}) if isinstance(paper, dict) else {}
+    for key, value in data.items():
+        if "paper" not in key.lower():
+            continue
+        if isinstance(value, dict):
+            flatten("", value, quoted)
+        else:
+            quoted[key.replace("paper_", "").replace("_paper", "")] = _cell(value)
+    ours = flatten("", {k: v for k, v in data.items() if k not in NOT_SCALARS and "paper" not in k.lower()}, {})
+    return [{"quantity": k, "paper": v, "ours": ours.get(k)} for k, v in quoted.items()]
+
+
+def result_section(data: dict, root: Path, own_table: str | None = None, paper: dict | None = None) -> dict:
+    """One section of the report (see :func:`contactkit.report.html.render_page`) for the stored result ``data``.
+
+    Args:
+        data: a stored result (``name``, ``kind``, ``provenance`` and the measurement's keys).
+        root: the source checkout, which figure paths start from.
+        own_table: the measurement's own markdown table of ``data``, if its module has one.
+        paper: the paper's numbers quoted by the measurement's module (``PAPER``), if any.
+    """
+    prov = data.get("provenance") or {}
+    scalars = flatten("", {k: v for k, v in data.items() if k not in NOT_SCALARS}, {})
+    rows = [{"quantity": k, "value": v} for k, v in scalars.items()]
+    found, missing = figure_paths(data, root)
+    records = record_tables({k: v for k, v in data.items() if k != "config"})
+    config = [{"setting": k, "value": v} for k, v in flatten("config", data.get("config"), {}).items()]
+    section = {
+        "title": f"{data.get('kind', 'result')} {data.get('name', '?')}",
+        "anchor": f"{data.get('kind', 'result')}-{data.get('name', '?')}",
+        "text": "Command:",
+        "code": command_line(prov),
+        "notes": _where(prov) + (f" · figures named but not found: {', '.join(missing)}" if missing else ""),
+        "markdown": own_table or "",
+        "tables": [("the paper's numbers beside ours", paper_rows(data, paper))] if paper_rows(data, paper) else [],
+        "details": [],
+        "figures": [str(p) for p in found],
+    }
+    scalar_block = ("quantities", rows)
+    if len(rows) > FOLD_ROWS:
+        section["details"].append(scalar_block)
+    else:
+        section["tables"].append(scalar_block)
+    peers = [(f"rows: {key}", table) for key, table in records]
+    section["details" if own_table else "tables"].extend(peers)
+    if config and any(r["setting"] != "config" for r in config):
+        section["details"].append(("configuration", config))
+    return section
+
+
+def write_results_report(results: list[dict], out: str | Path, root: str | Path,
+                         own_table: Callable[[dict], str | None] = lambda d: None,
+                         paper: Callable[[dict], dict | None] = lambda d: None,
+                         extra: list[dict] = ()) -> Path:
+    """Write the self-contained report page of ``results`` (figures embedded) to ``out``.
+
+    Args:
+        results: stored results (as read from ``docs/results/*.json``), in the order shown.
+        out: the page to write (parent folders created).
+        root: the source checkout, which the results' figure paths start from.
+        own_table: the measurement's own markdown table of a result, or None.
+        paper: the paper's numbers the measurement's module quotes, or None.
+        extra: further sections (e.g. the demo's) appended after the results.
+
+    Returns:
+        The page written.
+    """
+    root = Path(root)
+    index = [{"result": f"{d.get('kind', 'result')} {d.get('name', '?')}",
+              "date": (d.get("provenance") or {}).get("date"),
+              "command": command_line(d.get("provenance") or {})} for d in results]
+    sections = [{"title": "Stored results", "rows": index,
+                 "text": f"{len(results)} stored benchmark and experiment result(s); every number below is read "
+                 "from the stored JSON or from the measurement's module, and the command that made it is shown."}]
+    sections += [result_section(d, root, own_table(d), paper(d)) for d in results]
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return write_page(out, "contactkit results", sections + list(extra))
