@@ -1,4 +1,5 @@
-"""Trajectory datasets: schema, crash-safe writer, validating reader, torch windows, robot-log import."""
+"""Trajectory datasets: schema, crash-safe writer, validating reader, torch windows, robot-log import (CSV logs
+with a mapping file and ROS 2 bags: ``docs/robot-logs.md``)."""
 
 from contactkit.data.reader import Dataset, EpisodeIndex, open_dataset
 from contactkit.data.robot_log import (
@@ -12,6 +13,9 @@ from contactkit.data.robot_log import (
     import_log,
     load_log,
 )
+from contactkit.data.robot_log_import import LogFormat, import_robot_log, load_robot_log, log_meta
+from contactkit.data.robot_log_mapping import LogMapping, load_mapping, mapping_from_dict
+from contactkit.data.robot_log_resample import ImportedLog, episode_from_streams
 from contactkit.data.schema import FORMAT_NAME, SCHEMA_VERSION, DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
 
@@ -39,11 +43,20 @@ __all__ = [
     "DatasetWriter",
     "Episode",
     "EpisodeIndex",
+    "ImportedLog",
+    "LogFormat",
     "LogLimits",
+    "LogMapping",
     "TrajectoryWindows",
+    "episode_from_streams",
     "finite_difference_velocities",
     "import_log",
+    "import_robot_log",
     "load_log",
+    "load_mapping",
+    "load_robot_log",
+    "log_meta",
+    "mapping_from_dict",
     "open_dataset",
     "split_by_episode",
 ]
