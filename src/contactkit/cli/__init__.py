@@ -2,7 +2,15 @@
 results, run the demo. One module per group of commands; importing them registers the commands on :data:`app`
 in the order ``contactkit --help`` lists them."""
 
-from contactkit.cli import assembly, data, learn, measure, pushing, visual  # noqa: F401  (registers the commands)
+from contactkit.cli import (  # noqa: F401  (registers the commands)
+    assembly,
+    data,
+    importing,
+    learn,
+    measure,
+    pushing,
+    visual,
+)
 from contactkit.cli._app import app
 
 __all__ = ["app"]

@@ -1,0 +1,118 @@
+"""``contactkit import csv|bag``: robot logs (mapped CSV, ROS 2 bags) into an HDF5 dataset (``docs/robot-logs.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contactkit.cli._app import app, check_outputs, console, fail, progress
+from contactkit.errors import ContactkitError, InvalidInputError
+
+MAX_SCENE_BYTES = 256 * 2**20
+"""Largest ``--scene`` file read [bytes]."""
+
+import_app = typer.Typer(help="Import robot logs (a CSV with a mapping file, ROS 2 bags: sqlite3 or MCAP) into an "
+                              "HDF5 dataset for training.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+LogsArg = Annotated[list[Path], typer.Argument(help="log file(s); each becomes one episode", show_default=False)]
+MappingOpt = Annotated[Path, typer.Option(help="mapping file (YAML or JSON): columns or topics, units, frames, rate",
+                                          show_default=False)]
+OutOpt = Annotated[Path, typer.Option(help="output HDF5 file (appended to if it holds logs of the same kind)",
+                                      show_default=False)]
+SceneOpt = Annotated[Path | None, typer.Option(
+    help="Scene JSON file (contactkit scene, Scene.to_json()): the geometry; train needs it")]
+WorldOpt = Annotated[str | None, typer.Option(help="physics stored with the data: nominal, target or a JSON file")]
+RateOpt = Annotated[float | None, typer.Option(
+    "--rate", help="control rate in Hz (overrides the mapping's control_rate)")]
+FkOpt = Annotated[str | None, typer.Option(
+    "--fk", help="forward kinematics MODULE:FUNCTION for a joints stream: (N, J) joints -> (pos (N, 3), quat (N, 4))")]
+
+
+def scene_text(path: Path) -> str:
+    """The checked ``Scene.to_json()`` text of a scene file (InvalidInputError naming ``--scene`` and the file)."""
+    from contactkit.scene import Scene
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_SCENE_BYTES:
+            raise InvalidInputError(f"--scene '{path}': {size} bytes, more than {MAX_SCENE_BYTES} accepted")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"--scene '{path}': cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"--scene '{path}': not UTF-8 JSON text (byte {exc.start})") from None
+    try:
+        return Scene.from_json(text).to_json()
+    except ContactkitError as exc:
+        raise InvalidInputError(f"--scene '{path}': {exc}") from None
+
+
+def forward_kinematics(spec: str):
+    """The function named by ``--fk MODULE:FUNCTION`` (InvalidInputError when it cannot be found)."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise InvalidInputError(f"--fk {spec!r}: give MODULE:FUNCTION, e.g. my_robot.kinematics:tool_pose")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidInputError(f"--fk {spec!r}: {exc}") from None
+    if not callable(fn):
+        raise InvalidInputError(f"--fk {spec!r}: not a function")
+    return fn
+
+
+def _import(fmt: str, logs: list[Path], mapping: Path, out: Path, scene: Path | None, world: str | None,
+            seed: int, rate: float | None, fk: str | None) -> None:
+    from contactkit.data.robot_log_import import import_robot_log
+    from contactkit.data.robot_log_mapping import load_mapping
+    from contactkit.physics import load_world
+
+    try:  # every option is checked before any log is read
+        check_outputs((out, "--out", False))
+        if seed < 0:
+            raise InvalidInputError(f"--seed must be >= 0, got {seed}")
+        if rate is not None and not rate > 0:
+            raise InvalidInputError(f"--rate must be > 0 [Hz], got {rate}")
+        m = load_mapping(mapping)
+        if rate is not None:
+            m = dataclasses.replace(m, control_rate=float(rate))
+        scene_json = scene_text(scene) if scene is not None else None
+        world_json = load_world(world).to_json() if world is not None else None
+        kinematics = forward_kinematics(fk) if fk is not None else None
+        with progress() as bar:
+            job = bar.add_task(f"import {fmt}", total=len(logs))
+            for path in logs:
+                log = import_robot_log(fmt, path, m, out, scene_json=scene_json, world_json=world_json, seed=seed,
+                                       forward_kinematics=kinematics)
+                commands = ("pose targets (pose-delta)" if log.action_mode.value == "pose-delta" else
+                            "commanded wrenches" if log.has_action else "no commands")
+                bar.console.print(f"{path}: {log.episode.n_steps} steps at {1.0 / log.control_dt:g} Hz, "
+                                  f"{commands}, velocities "
+                                  f"{'logged' if log.logged_velocity else 'by finite differences'}",
+                                  soft_wrap=True, markup=False, highlight=False)
+                bar.advance(job)
+    except ContactkitError as exc:
+        fail(exc)
+    note = "" if scene is not None else " (no --scene: give train --scene FILE, it needs the geometry)"
+    console.print(f"wrote {len(logs)} episode(s) to {out}{note}", soft_wrap=True, markup=False, highlight=False)
+
+
+@import_app.command("csv")
+def import_csv(logs: LogsArg, mapping: MappingOpt, out: OutOpt, scene: SceneOpt = None, world: WorldOpt = None,
+               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None) -> None:
+    """Import CSV logs: a header row, one row per sample, columns named by the mapping file; a stream's cells may be
+    empty on rows where it has no sample."""
+    _import("csv", logs, mapping, out, scene, world, seed, rate, fk)
+
+
+@import_app.command("bag")
+def import_bag(logs: LogsArg, mapping: MappingOpt, out: OutOpt, scene: SceneOpt = None, world: WorldOpt = None,
+               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None) -> None:
+    """Import ROS 2 bags (a bag folder, or a .mcap or .db3 file): WrenchStamped, PoseStamped, TransformStamped,
+    TFMessage, TwistStamped and JointState topics named by the mapping file, synchronised at the control rate."""
+    _import("bag", logs, mapping, out, scene, world, seed, rate, fk)
