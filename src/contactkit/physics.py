@@ -1,8 +1,10 @@
 """Physics parameters of a simulated world, apart from the scene.
 
 A :class:`WorldParams` says *how* a scene is simulated: time step, sub-steps per control step, contact
-softness, friction and mass scaling, damping, gravity, and the F/T sensor's noise and bias. A "target"
-world (a stand-in for a real lab) differs from the "nominal" one only here, never in the scene.
+softness, friction and mass scaling (or absolute tool mass and inertia), damping, gravity, the F/T sensor's noise,
+bias, mounting and low-pass filter, and the unmodelled effects of a real arm (command latency, compliance between
+the flange and the tool). A "target" world (a stand-in for a real lab) differs from the "nominal" one only here,
+never in the scene. docs/worlds.md gives each parameter's meaning, units, a typical value and its source.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import InvalidInputError
+from contactkit.rotations import quat_mul, quat_to_mat
 
-PRESET_NAMES = ("nominal", "target")
+PRESET_NAMES = ("nominal", "target", "target-parametric")
+"""Presets shipped in ``contactkit/presets``: ``target-parametric`` is the target world of the stored results before
+issue 19 (other parameters only); ``target`` adds command latency, flange-tool compliance and the sensor's filter."""
+UNIT_QUAT_TOL = 1e-6
+"""Largest ``| |q| - 1 |`` accepted for ``ft_mount_quat`` (a quaternion written with 7 digits passes)."""
+INERTIA_TRIANGLE_TOL = 1e-12
+"""Slack [kg·m²] of the principal-moment triangle inequality of ``tool_inertia`` (a thin rod's equality passes)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,22 @@ class WorldParams:
         cone: ``"elliptic"`` or ``"pyramidal"`` friction cone (MuJoCo).
         impratio: MuJoCo's frictional-to-normal impedance ratio (elliptic cones).
         integrator: MuJoCo integrator name (``"implicitfast"``, ``"Euler"``, ``"RK4"``).
+        tool_mass: absolute tool mass [kg] replacing ``scene.tool.mass · mass_scale`` (None: not overridden; then
+            ``mass_scale`` must be 1). The controller still compensates the scene's nominal weight.
+        tool_inertia: absolute inertia ``(ixx, iyy, izz, ixy, ixz, iyz)`` about the centre of mass, tool frame
+            [kg·m²] (None: the scene's, scaled like the mass).
+        ft_mount_pos: ``(3,)`` offset of the real sensor origin from the nominal sensor frame, in that frame [m].
+        ft_mount_quat: ``(4,)`` rotation ``(w, x, y, z)`` of the real sensor frame relative to the nominal one:
+            the reading is expressed in ``R_nominal · R_mount`` about the offset origin.
+        command_latency_substeps: a command takes effect this many physics sub-steps after it is issued (0: at
+            once); until then the previous command acts.
+        compliance_stiffness: ``(6,)`` stiffness of the flange–tool coupling along and about the nominal sensor
+            axes, at the sensor origin [N/m ×3, N·m/rad ×3]; all zero: rigid (off), else all positive.
+        compliance_damping: ``(6,)`` damping of that coupling [N·s/m ×3, N·m·s/rad ×3].
+        compliance_mass: mass of the flange side of the coupling (sensor body and adapter) [kg], driven by the
+            controller; used only when the compliance is on.
+        ft_filter_hz: cut-off [Hz] of the sensor's first-order low-pass filter, applied at the physics rate before
+            the control-period mean (0: off).
     """
 
     timestep: float = 0.002
@@ -58,6 +83,15 @@ class WorldParams:
     cone: str = "elliptic"
     impratio: float = 1.0
     integrator: str = "implicitfast"
+    tool_mass: float | None = None
+    tool_inertia: tuple[float, ...] | None = None
+    ft_mount_pos: tuple[float, ...] = field(default=(0.0,) * 3)
+    ft_mount_quat: tuple[float, ...] = field(default=(1.0, 0.0, 0.0, 0.0))
+    command_latency_substeps: int = 0
+    compliance_stiffness: tuple[float, ...] = field(default=(0.0,) * 6)
+    compliance_damping: tuple[float, ...] = field(default=(0.0,) * 6)
+    compliance_mass: float = 0.1
+    ft_filter_hz: float = 0.0
 
     def __post_init__(self):
         for name in ("timestep", "friction_scale", "mass_scale", "impratio"):
@@ -82,11 +116,91 @@ class WorldParams:
             raise InvalidInputError(f"world.cone must be 'elliptic' or 'pyramidal', got {self.cone!r}")
         if self.integrator not in ("implicitfast", "implicit", "Euler", "RK4"):
             raise InvalidInputError(f"world.integrator {self.integrator!r} is not a MuJoCo integrator")
+        self._validate_real_cell()
+
+    def _validate_real_cell(self) -> None:
+        """Validate (and normalise to tuples of floats) the mass overrides, the sensor mount and the unmodelled
+        effects of a real cell; InvalidInputError naming the parameter."""
+        for name, n in (("ft_mount_pos", 3), ("ft_mount_quat", 4), ("compliance_stiffness", 6),
+                        ("compliance_damping", 6)):
+            object.__setattr__(self, name, _finite_tuple(name, getattr(self, name), n))
+        if abs(float(np.linalg.norm(self.ft_mount_quat)) - 1.0) > UNIT_QUAT_TOL:
+            raise InvalidInputError(f"world.ft_mount_quat must be a unit quaternion (w, x, y, z), got "
+                                    f"{self.ft_mount_quat}")
+        lat = self.command_latency_substeps
+        if isinstance(lat, bool) or not isinstance(lat, int) or lat < 0:
+            raise InvalidInputError(f"world.command_latency_substeps must be an integer >= 0, got {lat!r}")
+        k, c = self.compliance_stiffness, self.compliance_damping
+        if any(x < 0 for x in c) or (any(k) and not all(x > 0 for x in k)) or any(x < 0 for x in k):
+            raise InvalidInputError(f"world.compliance_stiffness must be all 0 (rigid) or all > 0, and "
+                                    f"compliance_damping >= 0; got {k} and {c}")
+        for name in ("compliance_mass", "ft_filter_hz"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise InvalidInputError(f"world.{name} must be a finite number >= 0, got {v!r}")
+        if self.compliant and not self.compliance_mass > 0:
+            raise InvalidInputError("world.compliance_mass must be > 0 when compliance_stiffness is set")
+        self._validate_mass()
+
+    def _validate_mass(self) -> None:
+        if self.tool_mass is not None:
+            m = self.tool_mass
+            if isinstance(m, bool) or not isinstance(m, (int, float)) or not (np.isfinite(m) and m > 0):
+                raise InvalidInputError(f"world.tool_mass must be a positive finite number [kg] or null, got {m!r}")
+            if self.mass_scale != 1.0:
+                raise InvalidInputError(f"world.tool_mass ({m}) and mass_scale ({self.mass_scale}) both set: give "
+                                        "one (an absolute mass replaces the scaled one)")
+        if self.tool_inertia is not None:
+            v = _finite_tuple("tool_inertia", self.tool_inertia, 6)
+            moments = np.linalg.eigvalsh(_inertia_matrix(v))
+            a, b, c = np.sort(moments)
+            if a <= 0 or a + b < c - INERTIA_TRIANGLE_TOL:
+                raise InvalidInputError(f"world.tool_inertia {v} (ixx, iyy, izz, ixy, ixz, iyz) [kg m^2] is not a "
+                                        f"rigid body's inertia: principal moments {moments.tolist()} must be "
+                                        "positive and satisfy the triangle inequality")
+            object.__setattr__(self, "tool_inertia", v)
+
+    @property
+    def compliant(self) -> bool:
+        """Whether the flange–tool coupling is compliant (any ``compliance_stiffness`` set)."""
+        return any(self.compliance_stiffness)
+
+    def unmodelled_effects(self) -> list[str]:
+        """Names of the real-cell effects this world turns on that a Markov model of the tool state alone cannot
+        represent (latency, compliance, sensor filter): the parameters, for error messages."""
+        on = []
+        if self.command_latency_substeps:
+            on.append("command_latency_substeps")
+        if self.compliant:
+            on.append("compliance_stiffness")
+        if self.ft_filter_hz:
+            on.append("ft_filter_hz")
+        return on
 
     @property
     def control_dt(self) -> float:
         """Control period [s] = timestep · n_substeps."""
         return self.timestep * self.n_substeps
+
+    def tool_mass_properties(self, mass: float, inertia: np.ndarray) -> tuple[float, np.ndarray]:
+        """The simulated tool's mass [kg] and ``(3, 3)`` inertia about its centre of mass (tool frame) [kg·m²],
+        from the scene's ``mass`` and ``inertia``: the overrides when given, else scaled by ``mass_scale`` (an
+        overridden mass without an inertia scales the scene's inertia by the same ratio)."""
+        inertia = np.asarray(inertia, dtype=np.float64)
+        if self.tool_mass is None:
+            return float(mass * self.mass_scale), inertia * self.mass_scale
+        if self.tool_inertia is not None:
+            return float(self.tool_mass), _inertia_matrix(self.tool_inertia)
+        return float(self.tool_mass), inertia * (float(self.tool_mass) / float(mass))
+
+    def sensor_frame(self, sensor_pos: np.ndarray, sensor_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The real sensor frame in the tool frame: origin ``(3,)`` [m] and orientation ``(4,)`` (w, x, y, z,
+        sensor → tool), ``p = p_nom + R_nom · ft_mount_pos``, ``q = q_nom ⊗ ft_mount_quat``, from the scene's
+        nominal sensor pose ``sensor_pos (3,)`` [m], ``sensor_quat (4,)``. The default mount returns the nominal
+        numbers bit for bit."""
+        q_nom = np.asarray(sensor_quat, dtype=np.float64)
+        pos = np.asarray(sensor_pos, dtype=np.float64) + quat_to_mat(q_nom) @ np.asarray(self.ft_mount_pos)
+        return pos, quat_mul(q_nom, np.asarray(self.ft_mount_quat) / np.linalg.norm(self.ft_mount_quat))
 
     def to_dict(self) -> dict:
         """JSON-compatible dictionary."""
@@ -108,12 +222,29 @@ class WorldParams:
         return WorldParams(**conv)
 
 
+def _finite_tuple(name: str, value, n: int) -> tuple[float, ...]:
+    """``value`` as a tuple of ``n`` finite floats (InvalidInputError naming ``world.name`` otherwise)."""
+    try:
+        v = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"world.{name} must be {n} finite numbers, got {value!r}") from None
+    if len(v) != n or not all(np.isfinite(v)):
+        raise InvalidInputError(f"world.{name} must be {n} finite numbers, got {value!r}")
+    return v
+
+
+def _inertia_matrix(v: tuple[float, ...]) -> np.ndarray:
+    """``(3, 3)`` symmetric inertia from ``(ixx, iyy, izz, ixy, ixz, iyz)`` [kg·m²]."""
+    ixx, iyy, izz, ixy, ixz, iyz = v
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
 MAX_WORLD_FILE_BYTES = 1 << 20
 """Largest world JSON file read [bytes]; a world file is a few hundred bytes, so this bounds hostile input."""
 
 
 def load_world(spec: str | Path | None) -> WorldParams:
-    """World parameters from a preset name (``nominal``, ``target``), a JSON file path, or None (defaults).
+    """World parameters from a preset name (:data:`PRESET_NAMES`), a JSON file path, or None (defaults).
 
     The file is a UTF-8 JSON object of :class:`WorldParams` fields (lists for tuples) and an optional
     ``description``; at most :data:`MAX_WORLD_FILE_BYTES`.

@@ -74,18 +74,20 @@ above which MuJoCo flags a bad position or velocity (:mod:`contactkit.mujoco.div
 
 
 def _body_model(scene: Scene, params: WorldParams, reach: float) -> BodyModel:
-    """The tool's :class:`BodyModel`: scaled mass properties, armature, gravity, damping."""
+    """The tool's :class:`BodyModel`: mass properties (scaled or overridden), armature, gravity, damping, and the
+    real (mounted) sensor frame."""
     tool = scene.tool
-    inertia = tool.inertia * params.mass_scale
+    mass, inertia = params.tool_mass_properties(tool.mass, tool.inertia)
     with_armature = inertia + params.wrist_armature * np.eye(3)
+    sensor_pos, sensor_quat = params.sensor_frame(tool.sensor_pos, tool.sensor_quat)
     return BodyModel(
-        mass=float(tool.mass * params.mass_scale),
+        mass=mass,
         inertia=with_armature,
         inertia_inv=np.linalg.inv(with_armature),
         gyro_inertia=inertia,
         com_local=tool.com.copy(),
-        sensor_pos=tool.sensor_pos.copy(),
-        sensor_rot=quat_to_mat(tool.sensor_quat),
+        sensor_pos=sensor_pos,
+        sensor_rot=quat_to_mat(sensor_quat),
         gravity=np.array([0.0, 0.0, -GRAVITY if params.gravity else 0.0]),
         linear_damping=float(params.linear_damping),
         angular_damping=float(params.angular_damping),
@@ -126,8 +128,10 @@ class EngineWorld:
 
     Args:
         scene: the static description.
-        params: shared physics parameters (control period, friction and mass scale, gravity, damping,
-            armature, F/T noise and bias); MuJoCo-only fields are ignored.
+        params: shared physics parameters (control period, friction and mass scale or absolute mass and inertia,
+            gravity, damping, armature, F/T noise, bias and sensor mount); MuJoCo-only fields are ignored. The
+            engine does not model a real cell's command latency, compliance or sensor filter: a world with any of
+            them is refused.
         rng: generator for F/T noise; required when ``params.ft_noise_std`` is non-zero.
         engine: engine-only settings (:class:`~contactkit.engine.params.EngineParams`).
 
@@ -136,7 +140,8 @@ class EngineWorld:
         steps: control steps taken since the last :meth:`reset` (the index an error of :meth:`step` names).
 
     Raises:
-        InvalidInputError: not a Scene, F/T noise without ``rng``, or a ``params.timestep`` with which the scene's
+        InvalidInputError: not a Scene, F/T noise without ``rng``, a world with
+            :meth:`~contactkit.physics.WorldParams.unmodelled_effects`, or a ``params.timestep`` with which the scene's
             impedance controller cannot be stable (:func:`contactkit.control.stability.check_timestep`: the
             same check as :class:`~contactkit.mujoco.world.MujocoWorld`'s, so both refuse the same pairs, even
             when ``EngineParams.max_step`` makes the engine's own step shorter).
@@ -152,6 +157,10 @@ class EngineWorld:
         self.rng = rng
         if any(self.params.ft_noise_std) and rng is None:
             raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
+        effects = self.params.unmodelled_effects()
+        if effects:
+            raise InvalidInputError(f"engine world does not model {', '.join(effects)}: use the MuJoCo world "
+                                    "(--backend mujoco) or a world without them (e.g. target-parametric)")
         check_timestep(scene, self.params, "EngineWorld")
         self.limits = scene.limits
         self._guard = TunnelGuard.of(scene)

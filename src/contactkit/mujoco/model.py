@@ -25,6 +25,10 @@ from contactkit.state import BodyState
 class MujocoContactModel:
     """MuJoCo stepping a batch of tool states; noise-free F/T (bias and noise of ``params`` are not added).
 
+    The tool's :class:`~contactkit.state.BodyState` is the whole state of this model, so a world whose
+    :meth:`~contactkit.physics.WorldParams.unmodelled_effects` are on (command latency, flange–tool compliance, the
+    sensor's filter: each has a state of its own) is refused; its sensor mount and mass overrides are modelled.
+
     Args:
         scene: static description.
         params: physics parameters.
@@ -36,6 +40,11 @@ class MujocoContactModel:
 
     def __init__(self, scene: Scene, params: WorldParams | None = None,
                  action_mode: ActionMode = ActionMode.POSE_DELTA, n_threads: int = 0):
+        effects = (params or WorldParams()).unmodelled_effects()
+        if effects:
+            raise InvalidInputError(f"MujocoContactModel does not model {', '.join(effects)} (their state is not "
+                                    "part of the tool's BodyState): give it a world without them, e.g. --model-world "
+                                    "nominal or target-parametric")
         self.world = MujocoWorld(scene, params)
         self.scene, self.params = scene, self.world.params
         self.action_mode = ActionMode(action_mode)
@@ -106,7 +115,7 @@ class MujocoContactModel:
             feedforward += action
             m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         ctrl = np.zeros((b, mujoco.mj_stateSize(m, CONTROL_SPEC)))
-        body = w._body * 6
+        body = w._driven * 6
         lever = np.einsum("bij,j->bi", rot, self.scene.tool.com)
         ctrl[:, body:body + 3] = feedforward[:, :3]
         ctrl[:, body + 3:body + 6] = feedforward[:, 3:] - cross(lever, feedforward[:, :3])
@@ -121,10 +130,12 @@ class MujocoContactModel:
         """Final states and mean noise-free F/T readings of each batch element."""
         q0 = 1
         tool, zeros6 = self.scene.tool, np.zeros(6)
-        sensor_rot = quat_to_mat(tool.sensor_quat)
+        sensor_pos, sensor_quat = self.params.sensor_frame(tool.sensor_pos, tool.sensor_quat)
+        sensor_rot = quat_to_mat(sensor_quat)
         reading = np.stack([
-            summarise_substeps(states[i], sensors[i], q0, states[i, 0, q0:q0 + 13], zeros6[:3], tool.sensor_quat,
-                               zeros6, zeros6, zeros6, False, False, tool.sensor_pos, sensor_rot, zeros6)[0]
+            summarise_substeps(states[i], sensors[i], q0, states[i, 0, q0:q0 + 13], zeros6[:3], sensor_quat,
+                               zeros6, zeros6, zeros6, False, False, sensor_pos, sensor_rot, zeros6,
+                               np.empty((states.shape[1], 6)), False)[0]
             for i in range(states.shape[0])])
         last = states[:, -1]
         q = last[:, q0 + 3:q0 + 7] / np.linalg.norm(last[:, q0 + 3:q0 + 7], axis=-1, keepdims=True)

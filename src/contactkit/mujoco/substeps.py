@@ -47,7 +47,7 @@ def _rotation_error(target: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stiffness, damping, limits,
-                       implicit, pose_mode, sensor_pos, sensor_rot, feedforward):
+                       implicit, pose_mode, sensor_pos, sensor_rot, feedforward, rows, site_pose):
     """Mean F/T reading and mean applied wrench of one control step.
 
     Args:
@@ -59,8 +59,11 @@ def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stif
         stiffness, damping, limits: ``(6,)`` per actuator (translation x, y, z, rotation about the target's axes).
         implicit: MuJoCo integrates the actuators' velocity terms implicitly (not ``Euler``).
         pose_mode: whether the impedance actuators act (``POSE_DELTA``); otherwise only ``feedforward``.
-        sensor_pos, sensor_rot: sensor frame in the tool frame.
+        sensor_pos, sensor_rot: sensor frame in the tool frame (the real, mounted one).
         feedforward: ``(6,)`` constant wrench about the tool origin (gravity compensation [+ command]).
+        rows: ``(n, 6)`` output: the reading after each sub-step (sensor frame), for the sensor's filter.
+        site_pose: take the sensor frame's world pose from ``sensors[k, 9:12]`` (position) and ``[12:16]``
+            (quaternion), the frame sensors of a compliant tool (whose pose is not the driven body's ``qpos``).
 
     Returns:
         ``(reading (6,), applied (6,))``: the contact wrench on the tool in the sensor frame about the
@@ -80,11 +83,16 @@ def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stif
         lin1, bodyw1 = row[q0 + 7:q0 + 10], row[q0 + 10:q0 + 13]
         rot1 = _quat_mat(quat1)
         force = -sensors[k, 0:3]
-        origin = pos1 + rot1 @ sensor_pos
+        if site_pose:
+            origin = sensors[k, 9:12].copy()
+            r_s = _quat_mat(sensors[k, 12:16])
+        else:
+            origin = pos1 + rot1 @ sensor_pos
+            r_s = rot1 @ sensor_rot
         torque = -sensors[k, 3:6] + _cross(sensors[k, 6:9] - origin, force)
-        r_s = rot1 @ sensor_rot
-        reading[0:3] += r_s.T @ force
-        reading[3:6] += r_s.T @ torque
+        rows[k, 0:3] = r_s.T @ force
+        rows[k, 3:6] = r_s.T @ torque
+        reading += rows[k]
         applied += feedforward
         if pose_mode:
             length = np.empty(6)
@@ -106,3 +114,28 @@ def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stif
             applied[3:6] += r_target @ act[3:6]
         pos_k, quat_k, lin_k, bodyw_k, rot_k = pos1, quat1, lin1, bodyw1, rot1
     return reading / n, applied / n
+
+
+@njit(cache=True)
+def low_pass(rows, state, alpha):
+    """First-order low-pass of the sub-step readings, in place, and its mean over the period.
+
+    ``y_k = y_{k-1} + α (x_k − y_{k-1})`` with ``α = 1 − exp(−h / τ)`` (the exact discretisation of ``τ ẏ = x − y``
+    for an input held over each sub-step of ``h`` seconds, so a unit step reads ``1 − exp(−k h / τ)`` after ``k``
+    sub-steps).
+
+    Args:
+        rows: ``(n, 6)`` readings after each sub-step [N, N·m]; replaced by the filtered ones.
+        state: ``(6,)`` filter output before the first sub-step; updated to the last output.
+        alpha: ``α`` in ``(0, 1]``.
+
+    Returns:
+        ``(6,)`` mean of the filtered rows.
+    """
+    mean = np.zeros(6)
+    for k in range(rows.shape[0]):
+        for i in range(6):
+            state[i] += alpha * (rows[k, i] - state[i])
+            rows[k, i] = state[i]
+            mean[i] += state[i]
+    return mean / rows.shape[0]

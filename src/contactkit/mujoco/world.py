@@ -4,6 +4,12 @@ One control step = ``params.n_substeps`` physics steps, run in C by ``mujoco.rol
 controller lives in the model as six site actuators (it acts at every physics step, like a robot's servo
 loop); the step reports the mean applied wrench and the mean F/T reading over the control period (an
 anti-aliased sensor sampled at the control rate).
+
+A world may add what a real arm-plus-sensor does and the nominal simulator does not (docs/worlds.md): a rotated or
+offset sensor mount and absolute tool mass and inertia (in the model), a command latency of whole sub-steps
+(:class:`~contactkit.mujoco.realcell.CommandDelay`), a compliant flange–tool coupling (the controller then drives a
+flange body and the tool hangs from it by six spring-dampers; the state is the tool's) and the sensor's first-order
+low-pass filter (applied at the physics rate before the period's mean).
 """
 
 from __future__ import annotations
@@ -18,8 +24,17 @@ from contactkit.control.stability import check_timestep
 from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, StepResult
 from contactkit.mujoco.diverged import captured_warnings, clear_warnings, divergence
-from contactkit.mujoco.mjcf import GRAVITY_MPS2, TARGET_POS_BODY, TARGET_ROT_BODY, TOOL_BODY, scene_to_mjcf
-from contactkit.mujoco.substeps import summarise_substeps
+from contactkit.mujoco.mjcf import (
+    COMPLIANCE_JOINTS,
+    FLANGE_BODY,
+    GRAVITY_MPS2,
+    TARGET_POS_BODY,
+    TARGET_ROT_BODY,
+    TOOL_BODY,
+    scene_to_mjcf,
+)
+from contactkit.mujoco.realcell import CommandDelay, Issued, check_compliance, filter_gain
+from contactkit.mujoco.substeps import low_pass, summarise_substeps
 from contactkit.physics import WorldParams
 from contactkit.rotations import cross, quat_to_mat
 from contactkit.scene import Scene
@@ -49,7 +64,8 @@ class MujocoWorld:
 
     Raises:
         InvalidInputError: F/T noise without ``rng``, or a ``params.timestep`` with which the scene's impedance
-            controller cannot be stable (:func:`contactkit.control.stability.check_timestep`).
+            controller (:func:`contactkit.control.stability.check_timestep`) or the world's flange–tool compliance
+            (:func:`contactkit.mujoco.realcell.check_compliance`) cannot be stable.
     """
 
     def __init__(
@@ -61,6 +77,7 @@ class MujocoWorld:
         if any(self.params.ft_noise_std) and rng is None:
             raise InvalidInputError("this world adds F/T noise: pass rng=np.random.default_rng(seed)")
         check_timestep(scene, self.params, "MujocoWorld")
+        check_compliance(scene, self.params, "MujocoWorld")
         self.limits = scene.limits
         self._guard = TunnelGuard.of(scene)
         self.xml = scene_to_mjcf(scene, self.params)
@@ -68,6 +85,10 @@ class MujocoWorld:
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TOOL_BODY)
+        self._compliant = self.params.compliant
+        self._driven = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, FLANGE_BODY) if self._compliant else self._body
+        self._compliance_q = [int(m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)])
+                              for j in COMPLIANCE_JOINTS] if self._compliant else []
         self._mocap_pos = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TARGET_POS_BODY)]
         self._mocap_rot = m.body_mocapid[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TARGET_ROT_BODY)]
         self.tool_geoms = m.geom_bodyid == self._body
@@ -76,12 +97,17 @@ class MujocoWorld:
         m.dof_armature[3:6] = self.params.wrist_armature
         tool = scene.tool
         comp = scene.controller.gravity_compensation and self.params.gravity
-        self._weight = tool.mass * GRAVITY_MPS2 if comp else 0.0
+        driven_mass = tool.mass + (self.params.compliance_mass if self._compliant else 0.0)
+        self._weight = driven_mass * GRAVITY_MPS2 if comp else 0.0
         self._state_buf = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
         self._backup = np.empty(mujoco.mj_stateSize(m, BACKUP_SPEC))
         self._ctrl_buf = np.empty(mujoco.mj_stateSize(m, CONTROL_SPEC))
         self._qpos_at = 1  # FULLPHYSICS starts with time, then qpos (7), qvel (6)
-        self._sensor_rot = quat_to_mat(tool.sensor_quat)
+        self._sensor_pos, sensor_quat = self.params.sensor_frame(tool.sensor_pos, tool.sensor_quat)
+        self._sensor_rot = quat_to_mat(sensor_quat)
+        self._delay = CommandDelay(self.params.command_latency_substeps, self.params.n_substeps)
+        self._filter_alpha = filter_gain(self.params)
+        self._filtered = np.zeros(6)
         self._act_stiffness = -m.actuator_biasprm[:, 1].copy()
         self._act_damping = -m.actuator_biasprm[:, 2].copy()
         self._act_limits = m.actuator_forcerange[:, 1].copy()
@@ -92,12 +118,14 @@ class MujocoWorld:
         """Reset to ``state`` (default: the scene's initial pose at rest) and return it."""
         mujoco.mj_resetData(self.model, self.data)
         self.steps = 0
+        self._filtered[:] = 0.0
         tool = self.scene.tool
         self.set_state(state if state is not None else BodyState.at_rest(tool.init_pos, tool.init_quat))
         return self.state()
 
     def set_state(self, state: BodyState) -> None:
-        """Place the tool at an unbatched ``state`` (world frame); targets move to the same pose."""
+        """Place the tool at an unbatched ``state`` (world frame); targets move to the same pose, a compliant
+        coupling is undeflected, and the commands still delayed by the latency are replaced by holding this pose."""
         state.validated("MujocoWorld.set_state")
         if state.batch_shape != ():
             raise InvalidInputError(f"MujocoWorld holds one tool; got batch shape {state.batch_shape}")
@@ -109,12 +137,22 @@ class MujocoWorld:
         d.mocap_pos[self._mocap_pos] = state.pos
         d.mocap_pos[self._mocap_rot] = state.pos
         d.mocap_quat[self._mocap_rot] = state.quat
+        d.qpos[self._compliance_q] = 0.0
+        d.qvel[6:] = 0.0
         d.qacc_warmstart[:] = 0.0
         mujoco.mj_forward(self.model, d)
+        if self.params.command_latency_substeps:  # what the robot was doing before: holding this pose
+            self._set_inputs(np.zeros(6), ActionMode.WRENCH)
+            self._delay.reset(self._issue())
 
     def state(self) -> BodyState:
         """Current tool state (world frame; ``ang_vel`` converted from MuJoCo's body frame)."""
         d = self.data
+        if self._compliant:  # the tool hangs from the flange: its own pose and origin velocity
+            vel = np.empty(6)
+            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_BODY, self._body, vel, 0)
+            quat = d.xquat[self._body] / np.linalg.norm(d.xquat[self._body])
+            return BodyState(d.xpos[self._body].copy(), quat, vel[3:6].copy(), vel[0:3].copy())
         quat = d.qpos[3:7] / np.linalg.norm(d.qpos[3:7])
         return BodyState(d.qpos[0:3].copy(), quat, d.qvel[0:3].copy(), d.xmat[self._body].reshape(3, 3) @ d.qvel[3:6])
 
@@ -135,9 +173,16 @@ class MujocoWorld:
             m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         # xfrc_applied acts at the centre of mass: move the torque reference from the tool origin.
         lever = d.xmat[self._body].reshape(3, 3) @ self.scene.tool.com
-        d.xfrc_applied[self._body, :3] = feedforward[:3]
-        d.xfrc_applied[self._body, 3:] = feedforward[3:] - cross(lever, feedforward[:3])
+        d.xfrc_applied[self._driven, :3] = feedforward[:3]
+        d.xfrc_applied[self._driven, 3:] = feedforward[3:] - cross(lever, feedforward[:3])
         self._feedforward = feedforward
+
+    def _issue(self) -> Issued:
+        """The inputs that :meth:`_set_inputs` wrote, as the robot receives them (control vector and targets)."""
+        m, d = self.model, self.data
+        mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
+        return Issued(self._ctrl_buf.copy(), d.mocap_pos[self._mocap_pos].copy(), d.mocap_quat[self._mocap_rot].copy(),
+                      self._feedforward.copy())
 
     def step(self, command, mode: ActionMode) -> StepResult:
         """Advance one control step.
@@ -171,29 +216,38 @@ class MujocoWorld:
         mujoco.mj_getState(m, d, self._backup, BACKUP_SPEC)
         pos0, rot0 = d.xpos[self._body].copy(), d.xmat[self._body].reshape(3, 3).copy()
         self._set_inputs(command, mode)
-        states, sensors, warnings = self._rollout()
+        issued = self._issue()
+        segments = self._delay.segments(issued)
+        states, sensors, warnings = self._rollout(segments)
         problem = divergence(d, states[:, 0], self._state_buf[0], m.opt.timestep, warnings)
         error = SimulationDiverged if problem else ToolTunnelled
         if problem is None:
             mujoco.mj_setState(m, d, states[-1], STATE_SPEC)
             mujoco.mj_kinematics(m, d)
+            if self._compliant:  # state() reads the tool's velocity from cvel
+                mujoco.mj_comPos(m, d)
+                mujoco.mj_comVel(m, d)
             problem = find_tunnel(self._guard, pos0, rot0, d.xpos[self._body], d.xmat[self._body].reshape(3, 3))
         if problem is not None:
             self._restore()
             raise error(f"MujocoWorld: control step {self.steps} since reset diverged: {problem}; "
                         "the world is left as it was before the step")
         self.steps += 1
-        return self._summarise(states, sensors, mode)
+        self._delay.commit(issued)
+        return self._summarise(states, sensors, segments, mode)
 
-    def _rollout(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """Run the control period's sub-steps from ``data`` with its inputs held: ``(n, nstate)`` states,
-        ``(n, nsensordata)`` sensor values and MuJoCo's warning messages (collected, not printed or logged)."""
+    def _rollout(self, segments: list[tuple[int, Issued]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Run the control period's sub-steps from ``data``, sub-step ``j`` with the inputs of the last segment
+        starting at or before ``j`` (``segments``: ``[(first sub-step, inputs)]``, see
+        :class:`~contactkit.mujoco.realcell.CommandDelay`): ``(n, nstate)`` states, ``(n, nsensordata)`` sensor
+        values and MuJoCo's warning messages (collected, not printed or logged)."""
         m, d = self.model, self.data
         self._start = np.concatenate([d.qpos[0:7], d.qvel[0:6]])
         mujoco.mj_getState(m, d, self._state_buf, STATE_SPEC)
-        mujoco.mj_getState(m, d, self._ctrl_buf, CONTROL_SPEC)
         n = self.params.n_substeps
-        control = np.repeat(self._ctrl_buf[None, None], n, axis=1)
+        control = np.empty((1, n, self._ctrl_buf.size))
+        for first, issued in segments:
+            control[0, first:] = issued.control
         states = np.empty((1, n, self._state_buf.size))
         sensors = np.empty((1, n, m.nsensordata))
         clear_warnings(d)
@@ -209,14 +263,30 @@ class MujocoWorld:
         clear_warnings(d)
         mujoco.mj_forward(m, d)
 
-    def _summarise(self, states: np.ndarray, sensors: np.ndarray, mode: ActionMode) -> StepResult:
-        """Mean F/T reading and applied wrench over the sub-steps (see :mod:`contactkit.mujoco.substeps`)."""
-        d = self.data
-        reading, applied = summarise_substeps(
-            states, sensors, self._qpos_at, self._start, d.mocap_pos[self._mocap_pos],
-            d.mocap_quat[self._mocap_rot], self._act_stiffness, self._act_damping, self._act_limits,
-            self.params.integrator != "Euler", mode is ActionMode.POSE_DELTA, self.scene.tool.sensor_pos,
-            self._sensor_rot, self._feedforward)
+    def _summarise(self, states: np.ndarray, sensors: np.ndarray, segments: list[tuple[int, Issued]],
+                   mode: ActionMode) -> StepResult:
+        """Mean F/T reading (filtered, biased, noisy as the world says) and mean applied wrench over the sub-steps
+        (see :mod:`contactkit.mujoco.substeps`), each segment of inputs with its own targets and feedforward."""
+        n, nq = states.shape[0], self.model.nq
+        if self._compliant:  # the kernel reads time, the driven body's qpos (7) and qvel (6): drop the joints'
+            states = np.concatenate([states[:, :1 + 7], states[:, 1 + nq:1 + nq + 6]], axis=1)
+        rows = np.empty((n, 6))
+        reading, applied = np.zeros(6), np.zeros(6)
+        pose_mode = mode is ActionMode.POSE_DELTA
+        bounds = [first for first, _ in segments] + [n]
+        for (first, issued), end in zip(segments, bounds[1:], strict=True):
+            start = self._start if first == 0 else states[first - 1, self._qpos_at:self._qpos_at + 13]
+            seg_reading, seg_applied = summarise_substeps(
+                states[first:end], sensors[first:end], self._qpos_at, start, issued.target_pos, issued.target_quat,
+                self._act_stiffness, self._act_damping, self._act_limits, self.params.integrator != "Euler",
+                pose_mode, self._sensor_pos, self._sensor_rot, issued.feedforward, rows[first:end], self._compliant)
+            if len(segments) == 1:
+                reading, applied = seg_reading, seg_applied
+            else:
+                reading += seg_reading * ((end - first) / n)
+                applied += seg_applied * ((end - first) / n)
+        if self._filter_alpha:
+            reading = low_pass(rows, self._filtered, self._filter_alpha)
         reading = reading + np.asarray(self.params.ft_bias)
         if any(self.params.ft_noise_std):
             reading = reading + self.rng.normal(0.0, self.params.ft_noise_std)
