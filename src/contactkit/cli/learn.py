@@ -19,20 +19,42 @@ VAL_FRACTION = 0.1
 """Episodes held out for validation when ``contactkit train`` is given no ``--val`` file."""
 
 
-def _train_sets(data: list[Path], val: list[Path] | None, seed: int):
-    """Training and validation :class:`~contactkit.data.training.TrainingData` (a split when no ``--val``)."""
+def _train_sets(data: list[Path], val: list[Path] | None, seed: int, scene=None):
+    """Training and validation :class:`~contactkit.data.training.TrainingData` (a split when no ``--val``);
+    ``scene`` for episodes stored without one."""
     from contactkit.data.reader import open_dataset
     from contactkit.data.training import training_data
     from contactkit.data.windows import split_by_episode
 
     if val:
-        return training_data(data), training_data(val)
+        return training_data(data, scene=scene), training_data(val, scene=scene)
     n = 0
     for path in data:
         with open_dataset(path) as ds:
             n += len(ds)
     train_idx, val_idx = split_by_episode(n, VAL_FRACTION, np.random.default_rng(seed))
-    return training_data(data, episodes=train_idx), training_data(data, episodes=val_idx)
+    return training_data(data, episodes=train_idx, scene=scene), training_data(data, episodes=val_idx, scene=scene)
+
+
+def _action_mode(option: str | None, data: list[Path]):
+    """``--action-mode`` (default: the first file's ``action_mode``); a wrench model needs the applied or commanded
+    wrench, which a robot log without wrench commands lacks (its ``action`` is zero)."""
+    from contactkit.data.reader import open_dataset
+    from contactkit.model import ActionMode
+
+    modes = [m.value for m in ActionMode]
+    if option is not None and option not in modes:
+        raise InvalidInputError(f"--action-mode {option!r} is not one of {modes}")
+    mode = ActionMode(option) if option is not None else None
+    for path in data:
+        with open_dataset(path) as ds:
+            meta = ds.meta
+        mode = mode or meta.action_mode
+        if mode is ActionMode.WRENCH and json.loads(meta.policy).get("has_action") is False:
+            raise InvalidInputError(f"{path}: a robot log without wrench commands (its action is zero) cannot train a "
+                                    f"wrench model; map its command_wrench stream, or use --action-mode pose-delta "
+                                    "on a log with pose targets")
+    return mode
 
 
 def _val_text(p) -> str:
@@ -56,15 +78,24 @@ def train(
     resume: Annotated[bool, typer.Option(help="continue from OUT/last.safetensors if present")] = True,
     collision_radius: Annotated[float | None, typer.Option(
         help="face-interaction radius in metres (paper App. Table III compares 0.001 and 0.01; default 0.01)")] = None,
+    action_mode: Annotated[str | None, typer.Option(
+        "--action-mode", help="wrench | pose-delta: the model's action, the applied wrench or the impedance "
+        "target's displacement (default: the data's action mode)")] = None,
+    scene: Annotated[Path | None, typer.Option(
+        help="Scene JSON file (contactkit scene) for episodes stored without geometry, e.g. robot logs imported "
+        "without --scene: training needs the scene")] = None,
 ) -> None:
-    """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation."""
+    """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation. The data must carry its
+    scene (collected data does; for imported robot logs give --scene here or to contactkit import)."""
     import dataclasses
 
     import torch
 
+    from contactkit.cli.importing import scene_text
     from contactkit.models.gnn import ModelVariant, TrainConfig
     from contactkit.models.gnn import train as run_train
     from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
+    from contactkit.scene import Scene
 
     try:  # every argument is checked before any data is read (--out, a checkpoint to resume included)
         check_device_and_checkpoint(device)
@@ -73,6 +104,7 @@ def train(
         if threads < 1:
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
+        geometry = scene_text(scene) if scene is not None else None
         cfg = TrainConfig.preset(config, seed=seed, **({"num_steps": steps} if steps is not None else {}))
         graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
                                     **({"collision_radius": collision_radius} if collision_radius is not None else {}))
@@ -80,7 +112,10 @@ def train(
         last = check_out_dir(out) / LAST_CHECKPOINT
         if resume and last.exists():
             check_device_and_checkpoint(device, last)
-        train_set, val_set = _train_sets(data, val, seed)
+        mode = _action_mode(action_mode, list(data) + list(val or []))  # the first read of the data
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(
+            cfg.model, graph=dataclasses.replace(cfg.model.graph, action_mode=mode)))
+        train_set, val_set = _train_sets(data, val, seed, None if geometry is None else Scene.from_json(geometry))
         console.print(f"{model} ({config}): {len(train_set.windows)} training and {len(val_set.windows)} "
                       f"validation windows, {len(train_set.scenes)} scene(s), {cfg.num_steps} steps on {device}")
         with progress() as bar:

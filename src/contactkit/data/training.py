@@ -70,13 +70,15 @@ def _file_episodes(paths: Sequence[str]) -> tuple[list[tuple[str, int]], bool]:
 
 
 def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
-                  episodes: Sequence[int] | None = None) -> TrainingData:
+                  episodes: Sequence[int] | None = None, scene: Scene | None = None) -> TrainingData:
     """Windows of ``history`` states over dataset files, with per-episode scenes (random-scene data included).
 
     Args:
         paths: one file or several; their episodes are numbered consecutively in order.
         history: states per window (Act-FIGNet: 3).
         episodes: optional subset of those episode numbers (e.g. from ``split_by_episode``).
+        scene: the geometry of episodes stored without one (robot logs imported without a scene); episodes
+            with their own scene keep it.
 
     Raises:
         DatasetError: unreadable files, files that disagree on control period or gravity, or an episode
@@ -91,8 +93,11 @@ def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
     texts, index = [], []
     for e in windows.episode_ids:
         text, steps = listed[int(e)]
+        if text.strip() in ("", "{}") and scene is not None:
+            text = scene.to_json()
         if text.strip() in ("", "{}"):
-            raise DatasetError(f"episode {int(e)} of {paths} has no scene description; training needs the geometry")
+            raise DatasetError(f"episode {int(e)} of {paths} has no scene description; training needs the geometry "
+                               "(give a Scene JSON file: contactkit train --scene FILE, or import with --scene)")
         if text not in texts:
             texts.append(text)
         index.append(np.full(max(0, steps - history + 1), texts.index(text), dtype=np.int64))
