@@ -8,9 +8,10 @@ import trimesh
 from scipy.spatial import ConvexHull
 
 from contactkit.errors import InvalidInputError
-from contactkit.geometry import Shape, apothem, box, n_sides, parse_shape, peg, polygon, validate_part
+from contactkit.geometry import Shape, apothem, box, n_sides, parse_shape, peg, polygon, section_name, validate_part
 
-SIDES = {"triangle": 3, "square": 4, "pentagon": 5, "hexagon": 6, "circle": 32}
+SIDES = {"triangle": 3, "square": 4, "pentagon": 5, "hexagon": 6, "circle": 32, "7-gon": 7, "heptagon": 7, "octagon": 8,
+         "13-gon": 13}
 
 
 def polygon_area(apo: float, n: int) -> float:
@@ -34,22 +35,28 @@ def assert_piece_convex(piece):
     assert vol == pytest.approx(hull.volume, rel=1e-12)
 
 
+NAMED = [s for s in Shape if s is not Shape.POLYGON]
+"""The shapes named by their value; ``Shape.POLYGON`` is named by its sides ("7-gon")."""
+
+
 def test_parse_shape_accepts_names_and_members():
-    for s in Shape:
+    for s in NAMED:
         assert parse_shape(s) is s
         assert parse_shape(f"  {s.value.upper()} ") is s
+    assert parse_shape("7-gon") is parse_shape("Heptagon") is Shape.POLYGON
 
 
 def test_unknown_shape_lists_valid_names():
     with pytest.raises(InvalidInputError) as err:
-        parse_shape("octagon")
-    for s in Shape:
+        parse_shape("star")
+    for s in NAMED:
         assert s.value in str(err.value)
-    assert "octagon" in str(err.value)
+    assert "star" in str(err.value) and "<n>-gon" in str(err.value)
     with pytest.raises(InvalidInputError):
         peg("star", 0.01, 0.05)
-    with pytest.raises(InvalidInputError):
-        parse_shape(3)
+    for bad in (3, "2-gon", "0-gon", "polygon", Shape.POLYGON, "5000-gon"):
+        with pytest.raises(InvalidInputError):
+            parse_shape(bad)
 
 
 def test_n_sides():
@@ -97,7 +104,7 @@ def test_peg_mesh_frame_volume_and_piece(shape):
     assert len(p.pieces) == 1
     assert_piece_convex(p.pieces[0])
     assert trimesh.Trimesh(p.pieces[0].vertices, p.pieces[0].faces).volume == pytest.approx(vol, rel=1e-12)
-    assert p.meta["kind"] == "peg" and p.meta["shape"] == shape and p.meta["size"] == size
+    assert p.meta["kind"] == "peg" and p.meta["shape"] == section_name(shape) and p.meta["size"] == size
     assert p.meta["apothem"] == size and p.meta["length"] == length and p.meta["n_sides"] == n
 
 

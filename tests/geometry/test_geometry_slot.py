@@ -13,7 +13,8 @@ from contactkit.errors import InvalidInputError
 from contactkit.geometry import Shape, box, matching_slot, peg, slot, validate_part
 from contactkit.tasks import peg_in_hole
 
-SHAPES = [s.value for s in Shape]
+SHAPES = [s.value for s in Shape if s is not Shape.POLYGON] + ["7-gon", "11-gon"]
+"""Every named shape, and regular polygons named by their sides."""
 CLEARANCES = [5e-3, 1e-3, 6.5e-5]
 CLEARANCE_TOL = 1e-9  # [m]
 SIZE, LENGTH, DEPTH = 0.01, 0.05, 0.03

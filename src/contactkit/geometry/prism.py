@@ -35,33 +35,81 @@ DEFAULT_PEG_CIRCLE_SEGMENTS = 32
 
 
 class Shape(str, enum.Enum):
-    """Cross-section of a peg or a hole."""
+    """Cross-section of a peg or a hole. ``POLYGON`` is a regular polygon of any number of sides (>= 3), named
+    ``"<n>-gon"`` (e.g. ``"7-gon"``) or by its name (:data:`POLYGON_NAMES`); see :func:`section`."""
 
     TRIANGLE = "triangle"
     SQUARE = "square"
     PENTAGON = "pentagon"
     HEXAGON = "hexagon"
     CIRCLE = "circle"
+    POLYGON = "polygon"
 
 
 _POLYGON_SIDES = {Shape.TRIANGLE: 3, Shape.SQUARE: 4, Shape.PENTAGON: 5, Shape.HEXAGON: 6}
+POLYGON_NAMES = {"heptagon": 7, "octagon": 8, "nonagon": 9, "decagon": 10, "hendecagon": 11, "dodecagon": 12}
+"""Names of regular polygons beyond the hexagon → their sides (any other: ``"<n>-gon"``)."""
+MIN_POLYGON_SIDES = 3
+"""Fewest sides of a regular polygon section."""
+_VALID_SHAPES = "triangle, square, pentagon, hexagon, circle, heptagon ... dodecagon, or '<n>-gon' for any n >= 3"
+
+
+def _polygon_sides(name: str) -> int | None:
+    """Sides of ``"<n>-gon"`` or of a name of :data:`POLYGON_NAMES` (None: neither)."""
+    if name in POLYGON_NAMES:
+        return POLYGON_NAMES[name]
+    if name.endswith("-gon") and name[:-4].isdigit():
+        return int(name[:-4])
+    return None
+
+
+def section(shape: Shape | str, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> tuple[Shape, int]:
+    """``(Shape, sides)`` of the cross-section named ``shape``.
+
+    ``shape`` is a :class:`Shape` or a name (case and surrounding blanks ignored): the five named shapes, a name of
+    :data:`POLYGON_NAMES`, or ``"<n>-gon"`` for a regular polygon of ``n >= 3`` sides (``n <= 6`` gives the named
+    shape: ``"6-gon"`` is the hexagon). A circle has ``circle_segments`` sides.
+
+    Raises:
+        InvalidInputError: no such shape (the message lists what is valid), ``Shape.POLYGON`` without its sides,
+            fewer than 3 or more than :data:`MAX_CIRCLE_SEGMENTS` sides, bad ``circle_segments`` for a circle.
+    """
+    if isinstance(shape, Shape):
+        name = shape.value
+    elif isinstance(shape, str):
+        name = shape.strip().lower()
+    else:
+        raise InvalidInputError(f"shape must be a string or Shape, got {type(shape).__name__}; valid: {_VALID_SHAPES}")
+    sides = _polygon_sides(name)
+    if sides is not None:
+        if not MIN_POLYGON_SIDES <= sides <= MAX_CIRCLE_SEGMENTS:
+            raise InvalidInputError(f"a regular polygon needs {MIN_POLYGON_SIDES} to {MAX_CIRCLE_SEGMENTS} sides, "
+                                    f"got {shape!r}")
+        named = {n: s for s, n in _POLYGON_SIDES.items()}.get(sides)
+        return (named or Shape.POLYGON), sides
+    if name == Shape.POLYGON.value:
+        raise InvalidInputError("a regular polygon section is named by its sides: '<n>-gon' (e.g. '7-gon')")
+    try:
+        kind = Shape(name)
+    except ValueError:
+        raise InvalidInputError(f"unknown shape {shape!r}; valid shapes: {_VALID_SHAPES}") from None
+    return kind, (check_segments(circle_segments) if kind is Shape.CIRCLE else _POLYGON_SIDES[kind])
+
+
+def section_name(shape: Shape | str, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> str:
+    """The canonical name of ``shape``'s section (:func:`section`): a named shape's value, or ``"<n>-gon"``."""
+    kind, n = section(shape, circle_segments)
+    return f"{n}-gon" if kind is Shape.POLYGON else kind.value
 
 
 def parse_shape(name: Shape | str) -> Shape:
-    """Return the :class:`Shape` named ``name`` (case and surrounding blanks ignored).
+    """Return the :class:`Shape` named ``name`` (case and surrounding blanks ignored); a regular polygon named by
+    its sides (``"7-gon"``, ``"heptagon"``) is ``Shape.POLYGON`` (:func:`section` keeps the sides).
 
     Raises:
         InvalidInputError: ``name`` is no shape; the message lists the valid names.
     """
-    if isinstance(name, Shape):
-        return name
-    valid = ", ".join(s.value for s in Shape)
-    if not isinstance(name, str):
-        raise InvalidInputError(f"shape must be a string or Shape, got {type(name).__name__}; valid: {valid}")
-    try:
-        return Shape(name.strip().lower())
-    except ValueError:
-        raise InvalidInputError(f"unknown shape {name!r}; valid shapes: {valid}") from None
+    return section(name)[0]
 
 
 def check_positive(label: str, value: float) -> float:
@@ -92,11 +140,8 @@ def check_segments(circle_segments: int) -> int:
 
 
 def n_sides(shape: Shape | str, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> int:
-    """Number of polygon sides of ``shape``'s cross-section (``circle_segments`` for the circle)."""
-    shape = parse_shape(shape)
-    if shape is Shape.CIRCLE:
-        return check_segments(circle_segments)
-    return _POLYGON_SIDES[shape]
+    """Number of polygon sides of ``shape``'s cross-section (``circle_segments`` for the circle; :func:`section`)."""
+    return section(shape, circle_segments)[1]
 
 
 def apothem(shape: Shape | str, size: float, circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS) -> float:
@@ -218,12 +263,32 @@ def convex_prism(poly: np.ndarray, z0: float, z1: float) -> ConvexPiece:
     return ConvexPiece(*loft([(z0, poly), (z1, poly)], centre_caps=False, strip_caps=len(poly) > FAN_CAP_MAX_SIDES))
 
 
+DEFAULT_CHAMFER_ANGLE = math.pi / 4
+"""Angle of a chamfer's bevel from the part's axis [rad] unless told otherwise: 45°, radial width = axial length."""
+
+
+def chamfer_width(chamfer: float, angle: float, what: str) -> float:
+    """Radial width [m] of a bevel of axial length ``chamfer`` [m] at ``angle`` [rad] from the axis:
+    ``chamfer · tan(angle)``; ``chamfer >= 0``, ``0 < angle < π/2``.
+
+    Raises:
+        InvalidInputError: naming ``what``: a negative or non-finite length, an angle outside (0, π/2).
+    """
+    chamfer, angle = float(chamfer), float(angle)
+    if not math.isfinite(chamfer) or chamfer < 0.0:
+        raise InvalidInputError(f"{what} chamfer must be finite and >= 0 [m], got {chamfer}")
+    if not (math.isfinite(angle) and 0.0 < angle < math.pi / 2):
+        raise InvalidInputError(f"{what} chamfer angle must be in (0, π/2) rad from the axis, got {angle}")
+    return chamfer if angle == DEFAULT_CHAMFER_ANGLE else chamfer * math.tan(angle)
+
+
 def peg(
     shape: Shape | str,
     size: float,
     length: float,
     *,
     chamfer: float = 0.0,
+    chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
     circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS,
     name: str | None = None,
 ) -> Part:
@@ -232,39 +297,45 @@ def peg(
     Frame: origin at the centre of the bottom (tip) face, axis +z, top face at ``z = length``.
 
     Args:
-        shape: cross-section (:class:`Shape` or its name).
+        shape: cross-section: a :class:`Shape`, its name, or any regular polygon as ``"<n>-gon"``
+            (:func:`section`).
         size: apothem of the cross-section [m] (for the circle: the radius of the circle that the
             ``circle_segments``-gon circumscribes); see the module docstring.
         length: peg length along z [m].
-        chamfer: 45-degree bevel of the tip edge [m]: the tip face has apothem ``size - chamfer`` and the
-            full section starts at ``z = chamfer``; ``0 <= chamfer < min(size, length)``.
+        chamfer: axial length of the tip edge's bevel [m]: the full section starts at ``z = chamfer`` and the tip
+            face has apothem ``size - chamfer · tan(chamfer_angle)``; ``0 <= chamfer < length`` and the bevel's
+            width below ``size``.
+        chamfer_angle: the bevel's angle from the peg's axis [rad], in (0, π/2); default 45° (width = length).
         circle_segments: polygon sides for the circle.
         name: part name; default ``"peg(<shape>)"``.
 
     Returns:
         :class:`Part` whose surface mesh has a centre vertex on each end cap, and one convex piece (a
-        chamfered prism is convex, so the whole peg is one piece). ``meta`` holds kind, shape, size,
-        apothem, length, chamfer, circle_segments, n_sides.
+        chamfered prism is convex, so the whole peg is one piece). ``meta`` holds kind, shape (:func:`section_name`),
+        size, apothem, length, chamfer, circle_segments, n_sides, and chamfer_angle unless it is 45°.
 
     Raises:
         InvalidInputError: unknown shape, non-finite or non-positive size/length, bad chamfer or segments.
     """
-    shape = parse_shape(shape)
+    kind, n = section(shape, circle_segments)
     size = check_positive("peg size", size)
     length = check_positive("peg length", length)
     poly = polygon(shape, size, circle_segments)
+    width = chamfer_width(chamfer, chamfer_angle, "peg")
     chamfer = float(chamfer)
-    if not math.isfinite(chamfer) or chamfer < 0.0 or chamfer >= min(size, length):
-        raise InvalidInputError(f"chamfer must be in [0, min(size, length)) = [0, {min(size, length)}), "
-                                f"got {chamfer}")
+    if chamfer >= length or width >= size:
+        raise InvalidInputError(f"peg chamfer must be shorter than the peg ({length} m) and narrower than its apothem "
+                                f"({size} m): got {chamfer} m long, {width} m wide")
     rings = [(0.0, poly), (length, poly)]
     if chamfer > 0.0:
-        rings = [(0.0, poly * ((size - chamfer) / size)), (chamfer, poly), (length, poly)]
+        rings = [(0.0, poly * ((size - width) / size)), (chamfer, poly), (length, poly)]
     vertices, faces = loft(rings, centre_caps=True)
     piece = ConvexPiece(*loft(rings, centre_caps=False))
-    n = len(poly)
+    label = f"{n}-gon" if kind is Shape.POLYGON else kind.value
     meta = {
-        "kind": "peg", "shape": shape.value, "size": size, "apothem": size, "length": length,
-        "chamfer": chamfer, "circle_segments": n if shape is Shape.CIRCLE else None, "n_sides": n,
+        "kind": "peg", "shape": label, "size": size, "apothem": size, "length": length,
+        "chamfer": chamfer, "circle_segments": n if kind is Shape.CIRCLE else None, "n_sides": n,
     }
-    return Part(name or f"peg({shape.value})", vertices, faces, (piece,), meta)
+    if chamfer_angle != DEFAULT_CHAMFER_ANGLE:  # absent at 45°: the meta (and scene JSON) of earlier pegs unchanged
+        meta["chamfer_angle"] = float(chamfer_angle)
+    return Part(name or f"peg({label})", vertices, faces, (piece,), meta)

@@ -23,20 +23,26 @@ import numpy as np
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import ConvexPiece, Part
 from contactkit.geometry.prism import (
+    DEFAULT_CHAMFER_ANGLE,
     DEFAULT_PEG_CIRCLE_SEGMENTS,
     Shape,
     cap_faces,
+    chamfer_width,
     check_positive,
     convex_prism,
     face_normals,
     n_sides,
-    parse_shape,
     polygon,
+    section,
+    section_name,
     side_faces,
 )
+from contactkit.geometry.validate import hull_piece
 
 DEFAULT_SLOT_CIRCLE_SEGMENTS = 64
 """Sides of a circular hole unless told otherwise."""
+CONVEXITY_TOL = 1e-12
+"""Smallest cross product [m²] of two consecutive edges of a hole polygon counted as a convex corner."""
 
 
 def hole_apothem(
@@ -69,37 +75,121 @@ def hole_apothem(
     return float(np.max(normals @ peg_poly.T)) + clearance
 
 
-def _cup_surface(hole: np.ndarray, outer: np.ndarray, depth: float, floor: float):
-    """Closed outward cup mesh: outer prism from -floor to depth minus the hole prism from 0 to depth."""
-    n = len(hole)
-    ob, ot, it, ib = (np.arange(n) + i * n for i in range(4))
-    cb, cf = 4 * n, 4 * n + 1
-    vertices = np.concatenate([
-        np.column_stack([outer, np.full(n, -floor)]),
-        np.column_stack([outer, np.full(n, depth)]),
-        np.column_stack([hole, np.full(n, depth)]),
-        np.column_stack([hole, np.zeros(n)]),
-        np.array([[0.0, 0.0, -floor], [0.0, 0.0, 0.0]]),
-    ])
-    faces = np.concatenate([
-        cap_faces(ob, cb, up=False),  # bottom, normal -z
-        side_faces(ob, ot),  # outer walls, normals outward
-        side_faces(ot, it),  # top rim, normal +z
-        side_faces(ib, it)[:, [0, 2, 1]],  # cavity walls, normals towards the axis
-        cap_faces(ib, cf, up=True),  # cavity floor, normal +z
-    ])
-    return vertices.astype(np.float64), faces.astype(np.int64)
+def _cup_surface(inner: list[tuple[float, np.ndarray]], outer: np.ndarray, depth: float, floor: float):
+    """Closed outward cup mesh: the outer prism from -floor to depth minus the cavity through the ``inner`` rings
+    ``[(z, polygon (n, 2)), ...]``, from the rim (``z = depth``) down to the cavity floor (``z = 0``)."""
+    n = len(outer)
+    rings = [(-floor, outer), (depth, outer), *inner]
+    idx = [np.arange(n) + i * n for i in range(len(rings))]
+    cb, cf = len(rings) * n, len(rings) * n + 1
+    vertices = np.concatenate([np.column_stack([p, np.full(n, z)]) for z, p in rings]
+                              + [np.array([[0.0, 0.0, -floor], [0.0, 0.0, 0.0]])])
+    faces = [
+        cap_faces(idx[0], cb, up=False),  # bottom, normal -z
+        side_faces(idx[0], idx[1]),  # outer walls, normals outward
+        side_faces(idx[1], idx[2]),  # top rim, normal +z
+        *(side_faces(idx[k + 1], idx[k])[:, [0, 2, 1]] for k in range(2, len(rings) - 1)),  # cavity: inward
+        cap_faces(idx[-1], cf, up=True),  # cavity floor, normal +z
+    ]
+    return vertices.astype(np.float64), np.concatenate(faces).astype(np.int64)
 
 
-def _wall_pieces(hole: np.ndarray, outer: np.ndarray, depth: float) -> list[ConvexPiece]:
-    """One trapezoidal prism per hole edge: corners ``hole[j], outer[j], outer[j+1], hole[j+1]``."""
+def _wall_pieces(hole: np.ndarray, outer: np.ndarray, depth: float, rim: np.ndarray | None = None,
+                 knee: float | None = None) -> list[ConvexPiece]:
+    """One convex piece per hole edge: corners ``hole[j], outer[j], outer[j+1], hole[j+1]`` from ``z = 0`` to
+    ``depth``; with an entry chamfer, the inner edge runs from ``hole`` at ``knee`` to ``rim`` at ``depth``."""
     n = len(hole)
     pieces = []
     for j in range(n):
         k = (j + 1) % n
-        quad = np.stack([hole[j], outer[j], outer[k], hole[k]])
-        pieces.append(convex_prism(quad, 0.0, depth))
+        if rim is None:
+            pieces.append(convex_prism(np.stack([hole[j], outer[j], outer[k], hole[k]]), 0.0, depth))
+            continue
+        pts = [np.column_stack([hole[[j, k]], [z, z]]) for z in (0.0, knee)]
+        pts += [np.column_stack([outer[[j, k]], [z, z]]) for z in (0.0, depth)]
+        pts += [np.column_stack([rim[[j, k]], [depth, depth]])]
+        pieces.append(hull_piece(np.concatenate(pts), label=f"slot wall {j}"))
     return pieces
+
+
+def offset_convex(poly: np.ndarray, t: float) -> np.ndarray:
+    """Corners ``(n, 2)`` [m] of the convex counter-clockwise polygon ``poly (n, 2)`` with every face moved outward
+    by ``t`` [m]: corner ``k`` moves along its angle's bisector by ``t (n₁ + n₂) / (1 + n₁·n₂)``, ``n₁, n₂`` the unit
+    normals of its two faces (so a wall split at the corners tiles with its neighbours)."""
+    edges = np.roll(poly, -1, axis=0) - poly  # edge k runs from corner k to k + 1
+    normals = np.column_stack([edges[:, 1], -edges[:, 0]]) / np.linalg.norm(edges, axis=1)[:, None]
+    before = np.roll(normals, 1, axis=0)  # the face ending at corner k
+    return poly + t * (before + normals) / (1.0 + np.einsum("ij,ij->i", before, normals))[:, None]
+
+
+def _check_convex(hole, what: str) -> np.ndarray:
+    hole = np.asarray(hole, dtype=np.float64)
+    if hole.ndim != 2 or hole.shape[1] != 2 or len(hole) < 3 or not np.isfinite(hole).all():
+        raise InvalidInputError(f"{what} must be an (n >= 3, 2) array of finite corners [m], got shape {hole.shape}")
+    e = np.roll(hole, -1, axis=0) - hole
+    cross = e[:, 0] * np.roll(e, -1, axis=0)[:, 1] - e[:, 1] * np.roll(e, -1, axis=0)[:, 0]
+    if np.any(cross <= CONVEXITY_TOL):
+        raise InvalidInputError(f"{what} must be a convex polygon, counter-clockwise seen from +z, with no repeated "
+                                f"or collinear corner (corner {int(np.argmax(cross <= CONVEXITY_TOL)) + 1} is not)")
+    return hole
+
+
+def cup(
+    hole: np.ndarray,
+    depth: float,
+    *,
+    outer: np.ndarray | None = None,
+    wall: float = 0.02,
+    floor: float = 0.01,
+    chamfer: float = 0.0,
+    chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
+    name: str = "slot",
+    meta: dict | None = None,
+) -> Part:
+    """A block with a prismatic hole of any convex cross-section ``hole``: the public slot builder.
+
+    Frame: origin at the hole polygon's frame on the cavity floor, opening along +z; walls from ``z = 0`` to
+    ``z = depth``, floor slab from ``z = -floor`` to ``0``.
+
+    Args:
+        hole: ``(n, 2)`` corners of the hole's section [m], convex, counter-clockwise seen from +z.
+        depth: hole depth [m].
+        outer: ``(n, 2)`` corners of the block's outline [m]; default ``hole`` offset outward by ``wall``
+            (:func:`offset_convex`). Corner ``k`` of ``outer`` must lie on the bisector of corner ``k`` of ``hole``
+            (as an offset's or a scaled regular polygon's do), or the wall pieces overlap.
+        wall: thickness of the walls [m] where ``outer`` is not given. floor: floor thickness [m].
+        chamfer: axial length of the hole's entry chamfer [m] (0: none), below ``depth``.
+        chamfer_angle: its bevel's angle from the axis [rad], in (0, π/2); the rim is ``hole`` offset outward by
+            ``chamfer · tan(chamfer_angle)``, which must stay inside ``outer``.
+        name: part name. meta: extra JSON-compatible facts for ``Part.meta``.
+
+    Returns:
+        :class:`Part`: a closed cup surface and ``n + 1`` disjoint convex pieces (one wall piece per hole edge, then
+        the floor). ``meta`` holds kind ``"slot"``, depth, floor, chamfer, n_sides and ``meta``.
+
+    Raises:
+        InvalidInputError: a hole that is not a convex counter-clockwise polygon, ``outer`` of another shape, a
+            non-positive depth, wall or floor, a chamfer as deep as the hole or as wide as the wall.
+    """
+    hole = _check_convex(hole, "cup hole")
+    depth, floor = check_positive("depth", depth), check_positive("floor", floor)
+    outer = offset_convex(hole, check_positive("wall", wall)) if outer is None else _check_convex(outer, "cup outer")
+    if outer.shape != hole.shape:
+        raise InvalidInputError(f"cup outer must have the hole's {len(hole)} corners, got {len(outer)}")
+    width = chamfer_width(chamfer, chamfer_angle, "slot entry")
+    inner, rim, knee = [(depth, hole), (0.0, hole)], None, None
+    if chamfer > 0.0:
+        knee, rim = depth - float(chamfer), offset_convex(hole, width)
+        if knee <= 0.0 or np.any(np.linalg.norm(rim - hole, axis=1) >= np.linalg.norm(outer - hole, axis=1)):
+            raise InvalidInputError(f"slot entry chamfer ({chamfer} m long, {width} m wide) must be shorter than the "
+                                    f"hole ({depth} m) and narrower than the wall")
+        inner = [(depth, rim), (knee, hole), (0.0, hole)]
+    vertices, faces = _cup_surface(inner, outer, depth, floor)
+    pieces = (*_wall_pieces(hole, outer, depth, rim, knee), convex_prism(outer, -floor, 0.0))
+    facts = {"kind": "slot", "depth": depth, "floor": floor, "chamfer": float(chamfer), "n_sides": len(hole)}
+    if chamfer > 0.0:
+        facts["chamfer_angle"] = float(chamfer_angle)
+    return Part(name, vertices, faces, pieces, facts | (meta or {}))
 
 
 def slot(
@@ -114,6 +204,8 @@ def slot(
     name: str | None = None,
     peg_shape: Shape | str | None = None,
     peg_circle_segments: int = DEFAULT_PEG_CIRCLE_SEGMENTS,
+    chamfer: float = 0.0,
+    chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
 ) -> Part:
     """A block with a prismatic hole of cross-section ``shape``, sized for a peg with ``clearance``.
 
@@ -121,9 +213,10 @@ def slot(
     walls from ``z = 0`` to ``z = depth``, floor slab from ``z = -floor`` to ``0``. The hole polygon has
     the orientation of :func:`contactkit.geometry.prism.polygon`, so its faces are parallel to those of a
     peg of the same shape. The outer boundary is the same polygon with apothem ``hole_apothem + wall``.
+    Built by :func:`cup`.
 
     Args:
-        shape: the hole's cross-section.
+        shape: the hole's cross-section: a :class:`Shape`, its name, or any regular polygon as ``"<n>-gon"``.
         peg_size: apothem [m] of the peg meant to go in (radius for a circular peg).
         clearance: radial clearance [m] (module docstring), > 0.
         depth: hole depth [m]; wall: minimum wall thickness [m]; floor: floor thickness [m].
@@ -132,17 +225,22 @@ def slot(
         peg_shape: shape of the peg meant to go in; default ``shape``.
         peg_circle_segments: sides of that peg if it is a circle (default: :func:`peg`'s default).
             Use :func:`matching_slot` to read both from a peg part.
+        chamfer: axial length of the hole's entry chamfer [m] (0: none; the clearance holds below it).
+        chamfer_angle: the chamfer's angle from the axis [rad]; default 45° (its width equals its length).
 
     Returns:
         :class:`Part`: a closed cup surface and ``n + 1`` disjoint convex pieces (walls, then floor).
         ``meta`` holds kind, shape, peg_shape, peg_size, clearance, depth, wall, floor, hole_apothem,
-        outer_apothem, circle_segments, peg_circle_segments, n_sides.
+        outer_apothem, circle_segments, peg_circle_segments, n_sides (and chamfer, chamfer_angle when chamfered).
 
     Raises:
-        InvalidInputError: unknown shape; non-finite or non-positive size, clearance, depth, wall, floor.
+        InvalidInputError: unknown shape; non-finite or non-positive size, clearance, depth, wall, floor; a
+            chamfer as deep as the hole or as wide as the wall.
     """
-    shape = parse_shape(shape)
-    peg_shape = shape if peg_shape is None else parse_shape(peg_shape)
+    kind, n = section(shape, circle_segments)
+    label = section_name(shape, circle_segments)
+    peg_shape = label if peg_shape is None else peg_shape
+    peg_kind, _ = section(peg_shape, peg_circle_segments)
     depth = check_positive("depth", depth)
     wall = check_positive("wall", wall)
     floor = check_positive("floor", floor)
@@ -150,16 +248,17 @@ def slot(
                        peg_circle_segments=peg_circle_segments)
     hole = polygon(shape, a_h, circle_segments)
     outer = polygon(shape, a_h + wall, circle_segments)
-    vertices, faces = _cup_surface(hole, outer, depth, floor)
-    pieces = (*_wall_pieces(hole, outer, depth), convex_prism(outer, -floor, 0.0))
+    part = cup(hole, depth, outer=outer, floor=floor, chamfer=chamfer, chamfer_angle=chamfer_angle,
+               name=name or f"slot({label})")
     meta = {
-        "kind": "slot", "shape": shape.value, "peg_shape": peg_shape.value, "peg_size": float(peg_size),
-        "clearance": float(clearance), "depth": depth, "wall": wall, "floor": floor, "hole_apothem": a_h,
-        "outer_apothem": a_h + wall, "circle_segments": len(hole) if shape is Shape.CIRCLE else None,
-        "peg_circle_segments": int(peg_circle_segments) if peg_shape is Shape.CIRCLE else None,
-        "n_sides": len(hole),
+        "kind": "slot", "shape": label, "peg_shape": section_name(peg_shape, peg_circle_segments),
+        "peg_size": float(peg_size), "clearance": float(clearance), "depth": depth, "wall": wall, "floor": floor,
+        "hole_apothem": a_h, "outer_apothem": a_h + wall, "circle_segments": n if kind is Shape.CIRCLE else None,
+        "peg_circle_segments": int(peg_circle_segments) if peg_kind is Shape.CIRCLE else None, "n_sides": n,
     }
-    return Part(name or f"slot({shape.value})", vertices, faces, pieces, meta)
+    if chamfer > 0.0:  # absent without one: the meta (and scene JSON) of earlier slots unchanged
+        meta |= {"chamfer": float(chamfer), "chamfer_angle": float(chamfer_angle)}
+    return Part(part.name, part.vertices, part.faces, part.pieces, meta)
 
 
 def matching_slot(
@@ -172,6 +271,8 @@ def matching_slot(
     floor: float = 0.01,
     circle_segments: int | None = None,
     name: str | None = None,
+    chamfer: float = 0.0,
+    chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
 ) -> Part:
     """A :func:`slot` for ``peg_part`` (made by :func:`peg`), reading its shape and size from ``meta``.
 
@@ -183,6 +284,7 @@ def matching_slot(
             circular peg in a square slot).
         circle_segments: sides of a circular hole; default the peg's segment count when the peg is a
             circle (faces parallel, ``a_h - a_peg = clearance``), else 64.
+        chamfer, chamfer_angle: the hole's entry chamfer, as in :func:`slot`.
 
     Raises:
         InvalidInputError: ``peg_part`` has no peg meta, or any :func:`slot` argument is invalid.
@@ -192,11 +294,12 @@ def matching_slot(
         label = getattr(peg_part, "name", repr(peg_part))
         raise InvalidInputError(f"part {label!r} is not a peg made by geometry.peg "
                                 "(its meta lacks kind/shape/size)")
-    peg_shape = parse_shape(meta["shape"])
     peg_segments = int(meta.get("circle_segments") or DEFAULT_PEG_CIRCLE_SEGMENTS)
-    shape = peg_shape if slot_shape is None else parse_shape(slot_shape)
+    peg_shape = section_name(meta["shape"], peg_segments)
+    shape = peg_shape if slot_shape is None else slot_shape
     if circle_segments is None:
-        circle_segments = peg_segments if peg_shape is Shape.CIRCLE else DEFAULT_SLOT_CIRCLE_SEGMENTS
+        circle_segments = peg_segments if section(peg_shape, peg_segments)[0] is Shape.CIRCLE \
+            else DEFAULT_SLOT_CIRCLE_SEGMENTS
     return slot(shape, meta["size"], clearance, depth, wall=wall, floor=floor,
                 circle_segments=circle_segments, name=name, peg_shape=peg_shape,
-                peg_circle_segments=peg_segments)
+                peg_circle_segments=peg_segments, chamfer=chamfer, chamfer_angle=chamfer_angle)
