@@ -26,6 +26,7 @@ from contactkit.models.linear.features import (
     FeatureMap,
     PoseCommandFeatures,
     attitude_error,
+    features_from_episode,
 )
 from contactkit.models.linear.kalman import (
     DEFAULT_PRIOR_WEIGHT,
@@ -59,6 +60,7 @@ __all__ = [
     "fast_predict",
     "fast_predict_wrench",
     "fast_update",
+    "features_from_episode",
     "from_fast",
     "init_state",
     "joseph_rank_one",

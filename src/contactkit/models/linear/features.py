@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from contactkit.errors import InvalidInputError
-from contactkit.rotations import mat_to_quat, quat_to_rotvec
+from contactkit.model import ActionMode
+from contactkit.rotations import mat_to_quat, quat_to_mat, quat_to_rotvec
 
 POSE_FEATURE_DIM = 3 + 9 + 3 + 3 + 1
 """n_w of eq 18: position, vec(R), commanded position, axis-angle command, bias."""
@@ -105,3 +106,41 @@ def attitude_error(R, R_des):
     if R.shape[-2:] != (3, 3) or R_des.shape != R.shape:
         raise InvalidInputError(f"attitude_error expects R, R_des (*B, 3, 3), got {R.shape}, {R_des.shape}")
     return quat_to_rotvec(mat_to_quat(np.swapaxes(R, -1, -2) @ R_des))
+
+
+def features_from_episode(episode, action_mode=ActionMode.POSE_DELTA, feature_map: FeatureMap | None = None):
+    """Features ``W`` and F/T readings ``Y`` of a recorded episode (an imported robot log, a collection) for LML.
+
+    Step ``t`` pairs the state before the step with its command and its reading, as the connector calibration
+    does: ``r = pos[t]``, ``R = R(quat[t])`` (tool → world); the pose-delta command ``(Δr, Δφ)`` (world frame:
+    ``r_des = r + Δr``, ``R_des = Exp(Δφ) R``, the impedance controller's composition) gives
+    ``r_des = r + Δr`` and ``φ = Log(Rᵀ R_des) = Rᵀ Δφ`` (tool frame, as :func:`attitude_error`); then
+    ``w_t = Ω(r, R, r_des, φ)`` (eq 1; eq 18 by default) and ``y_t = wrench[t]``. The command is taken as logged
+    (a robot log's pose targets are not clipped to a controller's step limits).
+
+    Args:
+        episode: anything with ``pos`` ``(T+1, 3)`` [m, world], ``quat`` ``(T+1, 4)`` (w, x, y, z), ``command``
+            ``(T, 6)`` and ``wrench`` ``(T, 6)`` [N, N·m, sensor frame] (a :class:`contactkit.data.Episode`).
+        action_mode: what ``command`` holds (the dataset's ``meta.action_mode``); must be ``POSE_DELTA``.
+        feature_map: default :class:`PoseCommandFeatures` (eq 18).
+
+    Returns:
+        ``(W (T, n_w), Y (T, 6))`` float64 numpy arrays.
+
+    Raises:
+        InvalidInputError: wrench commands (eq 18 needs pose targets), or inconsistent shapes.
+    """
+    if ActionMode(action_mode) is not ActionMode.POSE_DELTA:
+        raise InvalidInputError(f"features_from_episode needs pose-delta commands (pose targets, eq 18), got "
+                                f"{ActionMode(action_mode).value!r} commands; import the log's command_pose stream")
+    pos, quat = np.asarray(episode.pos, dtype=np.float64), np.asarray(episode.quat, dtype=np.float64)
+    command, wrench = np.asarray(episode.command, dtype=np.float64), np.asarray(episode.wrench, dtype=np.float64)
+    T = command.shape[0] if command.ndim == 2 else -1
+    shapes = (pos.shape, quat.shape, command.shape, wrench.shape)
+    if T < 1 or shapes != ((T + 1, 3), (T + 1, 4), (T, 6), (T, 6)):
+        raise InvalidInputError(f"features_from_episode expects pos (T+1, 3), quat (T+1, 4), command and wrench "
+                                f"(T, 6), got {pos.shape}, {quat.shape}, {command.shape}, {wrench.shape}")
+    R = quat_to_mat(quat[:-1])
+    phi = np.einsum("tji,tj->ti", R, command[:, 3:])  # Rᵀ Δφ
+    fmap = feature_map if feature_map is not None else PoseCommandFeatures()
+    return np.asarray(fmap(pos[:-1], R, pos[:-1] + command[:, :3], phi), dtype=np.float64), wrench.copy()
