@@ -1,10 +1,12 @@
 """Experiment ``pf-tracking``: tool-pose tracking from F/T with a contact model (Act-FIGNet paper §IV-C, Fig. 12).
 
 A spiral-search insertion (:class:`~contactkit.control.policies.SpiralPolicy`, paper App. E-b) of the
-hexagonal tool into its slot with 1 mm clearance — the paper's real-world setup — is recorded in the
-``"target"`` world (the stand-in for the lab: other friction, mass, contact softness, F/T noise and bias).
-The filter never sees that world: its motion and observation model is the contact model under test,
-configured for the nominal world. Three configurations are scored against the recorded truth
+hexagonal tool into its slot with 1 mm clearance — the paper's real-world setup — is recorded in the world
+that acts as reality (``world``; default ``"target-parametric"``, the stand-in for the lab of the stored results:
+other friction, mass, contact softness, F/T noise and bias; ``"target"`` adds a real cell's latency, compliance
+and sensor filter). The filter never sees that world: its motion and observation model is the contact model
+under test, configured for ``model_world`` (default ``"nominal"``; :mod:`contactkit.eval.worlds`). Three
+configurations are scored against the recorded truth
 (:mod:`contactkit.estimation.tracking`): motion-only, particle filter from the known initial pose, and
 from a pose corrupted by ``PERTURB_POS_M`` and ``PERTURB_ROT_RAD``.
 
@@ -40,9 +42,10 @@ from contactkit.estimation.tracking import (
 )
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
+from contactkit.eval.worlds import world_pair
 from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
-from contactkit.physics import WorldParams, load_world
+from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.scenes import peg_in_hole
@@ -227,20 +230,24 @@ def narrowing(options: dict) -> list[str]:
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: TrackingBudget | None = None, checkpoint: str | Path | None = None,
-        models: tuple[str, ...] | None = None, tare: str | None = None) -> dict:
+        models: tuple[str, ...] | None = None, tare: str | None = None, world: str | None = None,
+        model_world: str | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 12-style PNGs in ``plots``.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` and ``models`` as in
     :func:`contactkit.eval.exp_mpc_insertion.run` (the Act-FIGNet checkpoint; the names of its ``MODEL_FACTORIES``
     to track with, the others listed as missing). ``tare``: ``"none"`` (default; raw readings and the fixed
     :data:`CONTACT_FORCE_N`, as the stored run) or ``"free-space"`` (:func:`record_episode`; the filter sees the
-    tared readings; ``sensor_tare`` in the result records the first scored episode's tare).
+    tared readings; ``sensor_tare`` in the result records the first scored episode's tare). ``world`` (reality,
+    default ``target-parametric``) and ``model_world`` (what the models assume, default ``nominal``): preset names
+    or WorldParams JSON paths (:func:`contactkit.eval.worlds.world_pair`).
     """
     tare_mode = parse_tare_mode(tare)
     models = None if models is None else known_models(models)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     scene = peg_in_hole("hexagon", 1e-3)
-    truth_world, nominal = load_world("target"), load_world("nominal")
+    worlds = world_pair(world, model_world, "pf-tracking")
+    truth_world, nominal = worlds.truth, worlds.model
     episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes, tare_mode)
     calibration_episodes = _record(scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
                                    budget.calibration_episodes, tare_mode)
@@ -275,7 +282,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         "series": {name: {s["mode"]: {"pos_err_mm": (1e3 * s["result"].pos_err).round(4).tolist(),
                                       "rot_err_deg": np.degrees(s["result"].rot_err).round(4).tolist()}
                           for s in series} for name, series in all_series.items()},
-        "setup": {"scene": scene.name, "truth_world": "target", "model_world": "nominal",
+        "setup": {"scene": scene.name, **worlds.setup(),
                   "control_dt_s": nominal.control_dt, "perturb_pos_m": PERTURB_POS_M,
                   "perturb_rot_rad": PERTURB_ROT_RAD, "n_particles": config.pf.n_particles,
                   "budget": asdict(budget)},

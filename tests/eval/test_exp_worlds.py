@@ -1,0 +1,69 @@
+"""Experiments take the world that acts as reality (``--world``) and the one their models assume
+(``--model-world``), preset names or JSON files, defaulting to the stored results' pairing (issue 20 part 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from contactkit.cli import app
+from contactkit.errors import InvalidInputError
+from contactkit.eval import exp_pf_tracking
+from contactkit.eval.exp_pf_tracking import TrackingBudget
+from contactkit.eval.worlds import STORED_MODEL_WORLD, STORED_TRUTH_WORLD, world_pair
+from contactkit.physics import WorldParams, load_world
+
+runner = CliRunner()
+
+
+def _lab_world(path, **changes) -> dict:
+    """A user's world file: the stored target world with a rotated, offset sensor and an absolute tool mass."""
+    data = {**load_world("target-parametric").to_dict(), "ft_mount_quat": [0.0, 0.0, 0.0, 1.0],
+            "ft_mount_pos": [0.0, 0.0, 0.005], "mass_scale": 1.0, "tool_mass": 0.33,
+            "command_latency_substeps": 5, "description": "my lab", **changes}
+    path.write_text(json.dumps(data))
+    return data
+
+
+def test_pf_tracking_runs_on_a_world_file_by_cli(tmp_path, monkeypatch):
+    """The bar's command: ``contactkit experiment pf-tracking --world A.json --model-world nominal --quick``."""
+    monkeypatch.setattr(exp_pf_tracking, "QUICK_BUDGET", TrackingBudget(episodes=1, steps=8, calibration_episodes=1))
+    world_file, out = tmp_path / "A.json", tmp_path / "r.json"
+    data = _lab_world(world_file)
+    result = runner.invoke(app, ["experiment", "pf-tracking", "--world", str(world_file), "--model-world", "nominal",
+                                 "--quick", "--models", "ground-truth", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    setup = json.loads(out.read_text())["setup"]
+    assert setup["truth_world"] == str(world_file) and setup["model_world"] == "nominal"
+    data.pop("description")
+    assert WorldParams.from_dict(setup["worlds"]["truth"]) == WorldParams.from_dict(data)
+    assert WorldParams.from_dict(setup["worlds"]["model"]) == load_world("nominal")
+
+
+def test_defaults_are_the_stored_pairing():
+    pair = world_pair(None, None, "here")
+    assert (pair.truth_name, pair.model_name) == (STORED_TRUTH_WORLD, STORED_MODEL_WORLD)
+    assert pair.truth == load_world("target-parametric") and pair.model == load_world("nominal")
+    assert pair.setup()["truth_world"] == "target-parametric"
+
+
+def test_worlds_that_step_at_other_rates_are_refused(tmp_path):
+    path = tmp_path / "slow.json"
+    _lab_world(path, n_substeps=50)
+    with pytest.raises(InvalidInputError, match="here: --world .*slow.json steps every 0.1 s"):
+        world_pair(str(path), "nominal", "here")
+    with pytest.raises(InvalidInputError, match="neither a preset"):
+        world_pair("no-such-lab", None, "here")
+
+
+def test_a_model_world_the_models_cannot_represent_is_a_clear_error(tmp_path):
+    """Planning models are Markov in the tool state: a model world with latency is refused by name, not a trace."""
+    path = tmp_path / "B.json"
+    _lab_world(path)
+    result = runner.invoke(app, ["experiment", "pf-tracking", "--model-world", str(path), "--quick",
+                                 "--models", "ground-truth"])
+    assert result.exit_code != 0
+    assert "does not model command_latency_substeps" in result.output
+    assert "Traceback" not in result.output
