@@ -70,3 +70,33 @@ def report(
         fail(exc)
     console.print(f"wrote {page} ({len(stored)} result(s), {page.stat().st_size / 1e6:.1f} MB)", markup=False,
                   highlight=False, soft_wrap=True)
+
+
+@app.command()
+def render(
+    path: Annotated[Path, typer.Argument(help="HDF5 dataset (contactkit collect)")],
+    out: Annotated[Path, typer.Option("-o", "--out", help=".gif, .mp4 (needs ffmpeg on PATH) or a folder for PNG "
+                                                          "frames")],
+    episode: Annotated[int, typer.Option(help="episode index, 0 .. episodes - 1")] = 0,
+    checkpoint: Annotated[Path | None, typer.Option(help="a trained Act-FIGNet checkpoint (.safetensors file or "
+                                                         "training folder): its open-loop prediction is drawn beside "
+                                                         "the recording")] = None,
+    stride: Annotated[int, typer.Option(help="draw every STRIDE-th state (the video still plays in real time)")] = 2,
+    width: Annotated[int, typer.Option(help="panel width [pixels], even")] = 360,
+    height: Annotated[int, typer.Option(help="panel height [pixels], even")] = 270,
+) -> None:
+    """Render one episode with MuJoCo's off-screen renderer (EGL, else OSMesa): the tool and environment meshes,
+    the F/T reading as arrows (force red, torque blue), contact points green; a model's prediction beside it."""
+    from contactkit.report.render import RenderConfig, render_dataset_episode
+
+    try:
+        config = RenderConfig(width=width, height=height, stride=stride)
+        check_outputs((out, "--out", not out.suffix))
+        if checkpoint is not None:
+            from contactkit.eval.predictors import resolve_checkpoint
+
+            checkpoint = resolve_checkpoint(checkpoint)
+        written = render_dataset_episode(path, episode, out, checkpoint, config)
+    except ContactkitError as exc:
+        fail(exc)
+    console.print(f"wrote {written}", soft_wrap=True, markup=False, highlight=False)

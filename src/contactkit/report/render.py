@@ -1,0 +1,337 @@
+"""Rendered rollouts: MuJoCo's off-screen renderer draws an episode's tool and environment meshes, the F/T reading
+as arrows and the contact points, frame by frame; a model's prediction of the same episode is drawn beside it.
+
+The OpenGL context is made here, not by ``mujoco.Renderer`` (which fixes its backend when mujoco is first
+imported): ``MUJOCO_GL`` when set, else EGL, falling back to OSMesa; neither: a :class:`RenderError` saying what
+each gave. Videos: GIF (Pillow), MP4 (only where an ``ffmpeg`` executable is on PATH; nothing is downloaded) or a
+folder of PNG frames.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from contactkit.data.schema import Episode
+from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.files import write_atomic
+from contactkit.mujoco.mjcf import scene_to_mjcf
+from contactkit.physics import load_world
+from contactkit.rotations import quat_to_mat
+from contactkit.scene import Scene
+
+GL_BACKENDS = ("egl", "osmesa")
+"""Off-screen OpenGL backends tried in this order when ``MUJOCO_GL`` is not set."""
+FORCE_RGBA = (0.9, 0.1, 0.1, 1.0)
+TORQUE_RGBA = (0.1, 0.3, 0.95, 1.0)
+CONTACT_RGBA = (0.1, 0.8, 0.2, 1.0)
+MAX_GEOMS = 2000
+"""Geoms an MjvScene holds: the scene's meshes plus the overlay (arrows, contact points)."""
+VIDEO_SUFFIXES = (".gif", ".mp4")
+"""Video files :func:`write_video` writes; any other path without a suffix is a folder of PNG frames."""
+
+
+class RenderError(ContactkitError):
+    """No off-screen OpenGL context could be made, or a video cannot be encoded here."""
+
+
+@dataclass(frozen=True)
+class RenderConfig:
+    """How an episode is drawn.
+
+    Attributes:
+        width, height: pixels of one panel (measured; the prediction's panel is as large, to its right).
+        stride: every ``stride``-th state of the episode is a frame; the video plays in real time.
+        force_m_per_N: arrow length per newton of the F/T reading's force [m/N].
+        torque_m_per_Nm: arrow length per newton-metre of its torque [m/(N·m)].
+        arrow_max_m: longest arrow drawn [m] (longer readings are clipped to it; the label gives the value).
+        contact_radius_m: radius of the sphere drawn at each MuJoCo contact point [m].
+        distance_scale: camera distance as a multiple of the scene's size (tool length plus its start height).
+        azimuth_deg, elevation_deg: camera direction (MuJoCo's free camera, degrees).
+    """
+
+    width: int = 360
+    height: int = 270
+    stride: int = 2
+    force_m_per_N: float = 0.01
+    torque_m_per_Nm: float = 0.5
+    arrow_max_m: float = 0.06
+    contact_radius_m: float = 0.0015
+    distance_scale: float = 3.0
+    azimuth_deg: float = 135.0
+    elevation_deg: float = -22.0
+
+    def __post_init__(self) -> None:
+        for name in ("width", "height", "stride"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise InvalidInputError(f"RenderConfig.{name} must be a positive integer, got {value!r}")
+        if self.width % 2 or self.height % 2:
+            raise InvalidInputError(f"RenderConfig width and height must be even (video encoders need it), got "
+                                    f"{self.width} x {self.height}")
+
+
+def gl_context(width: int, height: int):
+    """A current off-screen OpenGL context of at least ``width`` x ``height`` pixels, and its backend's name.
+
+    Raises:
+        RenderError: no backend worked (``MUJOCO_GL`` if set, else EGL then OSMesa), naming what each raised.
+    """
+    chosen = os.environ.get("MUJOCO_GL", "").strip().lower()
+    errors = []
+    for name in [chosen] if chosen else GL_BACKENDS:
+        try:
+            context = importlib.import_module(f"mujoco.{name}").GLContext(width, height)
+            context.make_current()
+            return context, name
+        except Exception as exc:  # each backend raises its own ImportError, RuntimeError, OSError or GL errors
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+    raise RenderError("no off-screen OpenGL context (MuJoCo rendering needs EGL or OSMesa: set MUJOCO_GL=egl or "
+                      "osmesa, or install libegl1 / libosmesa6): " + "; ".join(errors))
+
+
+class EpisodeRenderer:
+    """Draws a scene's meshes with the tool at given poses, off-screen.
+
+    Args:
+        scene: the scene (statics and tool meshes come from :func:`contactkit.mujoco.mjcf.scene_to_mjcf`).
+        config: sizes, arrows and camera.
+    """
+
+    def __init__(self, scene: Scene, config: RenderConfig = RenderConfig()):
+        self.scene, self.config = scene, config
+        self.model = mujoco.MjModel.from_xml_string(scene_to_mjcf(scene, load_world("nominal")))
+        self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, config.width)
+        self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, config.height)
+        self.model.vis.headlight.ambient[:] = 0.35
+        self.model.vis.headlight.diffuse[:] = 0.6
+        self.data = mujoco.MjData(self.model)
+        self._context, self.backend = gl_context(config.width, config.height)
+        self._scene = mujoco.MjvScene(self.model, maxgeom=MAX_GEOMS)
+        self._mjr = mujoco.MjrContext(self.model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._mjr)
+        self._option = mujoco.MjvOption()
+        self._option.sitegroup[:] = 0  # the controller's target sites are no part of the scene
+        self._camera = mujoco.MjvCamera()
+        self._camera.type = mujoco.mjtCamera.mjCAMERA_FREE
+        start, goal = np.asarray(scene.tool.init_pos), np.asarray(scene.target_pos)
+        size = np.ptp(np.concatenate([p.vertices for p in scene.tool.part.pieces]), axis=0).max()
+        self._camera.lookat[:] = 0.5 * (start + goal)
+        self._camera.distance = config.distance_scale * (size + np.linalg.norm(start - goal))
+        self._camera.azimuth, self._camera.elevation = config.azimuth_deg, config.elevation_deg
+        self._viewport = mujoco.MjrRect(0, 0, config.width, config.height)
+
+    def contacts(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """``(K, 3)`` MuJoCo's contact points [m, world] with the tool at ``pos`` ``(3,)``, ``quat`` ``(4,)``."""
+        self.data.qpos[0:3], self.data.qpos[3:7] = pos, quat / np.linalg.norm(quat)
+        mujoco.mj_fwdPosition(self.model, self.data)
+        return np.array([self.data.contact[i].pos for i in range(self.data.ncon)]).reshape(-1, 3)
+
+    def frame(self, pos: np.ndarray, quat: np.ndarray, wrench: np.ndarray | None, label: str = "") -> np.ndarray:
+        """One image ``(height, width, 3)`` uint8 RGB.
+
+        Args:
+            pos, quat: the tool frame's pose ``(3,)`` [m], ``(4,)`` (w, x, y, z), world frame.
+            wrench: ``(6,)`` F/T reading [N, N·m] in the sensor frame (about its origin), drawn as a red force and
+                a blue torque arrow from the sensor origin; None: no arrows.
+            label: text written in the top-left corner.
+        """
+        points = self.contacts(pos, quat)
+        mujoco.mjv_updateScene(self.model, self.data, self._option, None, self._camera,
+                               mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        for p in points:
+            self._add(mujoco.mjtGeom.mjGEOM_SPHERE, CONTACT_RGBA, p, size=self.config.contact_radius_m)
+        if wrench is not None:
+            rot = quat_to_mat(quat / np.linalg.norm(quat)) @ quat_to_mat(np.asarray(self.scene.tool.sensor_quat))
+            origin = pos + quat_to_mat(quat / np.linalg.norm(quat)) @ np.asarray(self.scene.tool.sensor_pos)
+            for vec, scale, rgba in ((wrench[:3], self.config.force_m_per_N, FORCE_RGBA),
+                                     (wrench[3:], self.config.torque_m_per_Nm, TORQUE_RGBA)):
+                self._arrow(origin, rot @ np.asarray(vec) * scale, rgba)
+        mujoco.mjr_render(self._viewport, self._scene, self._mjr)
+        if label:
+            mujoco.mjr_overlay(mujoco.mjtFontScale.mjFONTSCALE_100, mujoco.mjtGridPos.mjGRID_TOPLEFT,
+                               self._viewport, label, "", self._mjr)
+        rgb = np.empty((self.config.height, self.config.width, 3), dtype=np.uint8)
+        mujoco.mjr_readPixels(rgb, None, self._viewport, self._mjr)
+        return np.flipud(rgb)
+
+    def _arrow(self, origin: np.ndarray, vec: np.ndarray, rgba) -> None:
+        length = float(np.linalg.norm(vec))
+        if length < 1e-4:
+            return
+        vec = vec * min(1.0, self.config.arrow_max_m / length)
+        geom = self._add(mujoco.mjtGeom.mjGEOM_ARROW, rgba, origin, size=0.0)
+        mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.002, origin, origin + vec)
+
+    def _add(self, kind, rgba, pos, size: float):
+        if self._scene.ngeom >= self._scene.maxgeom:
+            return mujoco.MjvGeom()  # drawn nowhere: the scene is full
+        geom = self._scene.geoms[self._scene.ngeom]
+        mujoco.mjv_initGeom(geom, kind, np.full(3, size), np.asarray(pos, dtype=np.float64), np.eye(3).ravel(),
+                            np.asarray(rgba, dtype=np.float32))
+        self._scene.ngeom += 1
+        return geom
+
+    def close(self) -> None:
+        """Free the OpenGL resources (idempotent)."""
+        if self._context is not None:
+            self._mjr.free()
+            self._context.free()
+            self._context = None
+
+    def __enter__(self) -> EpisodeRenderer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def episode_frames(scene: Scene, episode: Episode, config: RenderConfig = RenderConfig(),
+                   predicted: Episode | None = None, title: str = "", predicted_title: str = "predicted") -> np.ndarray:
+    """Frames of an episode: ``(F, height, width, 3)`` uint8, or ``(F, height, 2 width, 3)`` with ``predicted``
+    (same time stamps, at least as many states) drawn in a right-hand panel.
+
+    Frame ``j`` shows state ``k = j * stride`` and the F/T reading of the step that ended there (``wrench[k-1]``;
+    none at ``k = 0``), labelled with the time [s] and the force's norm [N].
+    """
+    if predicted is not None and predicted.pos.shape[0] < episode.pos.shape[0]:
+        raise InvalidInputError(f"predicted episode has {predicted.pos.shape[0]} states, the episode "
+                                f"{episode.pos.shape[0]}")
+    frames = []
+    with EpisodeRenderer(scene, config) as renderer:
+        for k in range(0, episode.pos.shape[0], config.stride):
+            panels = []
+            for ep, name in ((episode, title or "measured"), (predicted, predicted_title)):
+                if ep is None:
+                    continue
+                wrench = ep.wrench[k - 1] if k > 0 else None
+                force = f"  |F| {np.linalg.norm(wrench[:3]):.1f} N" if wrench is not None else ""
+                panels.append(renderer.frame(ep.pos[k], ep.quat[k], wrench, f"{name}  t {episode.time[k]:.2f} s"
+                                             f"{force}"))
+            frames.append(np.concatenate(panels, axis=1))
+    return np.stack(frames)
+
+
+def write_video(frames: np.ndarray, out: str | Path, fps: float) -> Path:
+    """Write ``frames`` ``(F, H, W, 3)`` uint8 to ``out``: ``.gif`` (Pillow), ``.mp4`` (H.264 through an ``ffmpeg``
+    on PATH) or, for a path without a suffix, a folder of ``frame_00000.png`` files. Returns ``out``.
+
+    Raises:
+        InvalidInputError: another suffix. RenderError: ``.mp4`` with no ``ffmpeg`` on PATH, or ffmpeg failed.
+    """
+    from PIL import Image
+
+    out = check_video_path(out)
+    suffix = out.suffix.lower()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".gif":
+        images = [Image.fromarray(f) for f in frames]
+        buffer = io.BytesIO()
+        images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], loop=0,
+                       duration=max(20, round(1000.0 / fps)))
+        return write_atomic(out, buffer.getvalue())
+    if suffix == ".mp4":
+        return _write_mp4(frames, out, fps)
+    out.mkdir(exist_ok=True)
+    for i, f in enumerate(frames):
+        buffer = io.BytesIO()
+        Image.fromarray(f).save(buffer, format="PNG")
+        write_atomic(out / f"frame_{i:05d}.png", buffer.getvalue())
+    return out
+
+
+def check_video_path(out: str | Path) -> Path:
+    """``out`` as a Path if :func:`write_video` can write it here (checked before any rendering).
+
+    Raises:
+        InvalidInputError: a suffix other than ``.gif`` or ``.mp4``. RenderError: ``.mp4`` and no ``ffmpeg`` on PATH.
+    """
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix and suffix not in VIDEO_SUFFIXES:
+        raise InvalidInputError(f"video '{out}': {out.suffix!r} is not a video this writes; use .gif, .mp4 (with "
+                                "ffmpeg on PATH) or a path without a suffix for a folder of PNG frames")
+    if suffix == ".mp4" and shutil.which("ffmpeg") is None:
+        raise RenderError(f"cannot write '{out}': MP4 needs an ffmpeg executable on PATH (none here; e.g. apt install "
+                          "ffmpeg); write a .gif or a folder of PNG frames instead")
+    return out
+
+
+def _write_mp4(frames: np.ndarray, out: Path, fps: float) -> Path:
+    ffmpeg = shutil.which("ffmpeg")
+    _, height, width, _ = frames.shape
+    partial = out.with_name(out.name + ".partial.mp4")
+    run = subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
+                          f"{width}x{height}", "-r", f"{fps:g}", "-i", "-", "-pix_fmt", "yuv420p", str(partial)],
+                         input=np.ascontiguousarray(frames).tobytes(), capture_output=True)
+    if run.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RenderError(f"ffmpeg could not write '{out}': {run.stderr.decode(errors='replace')[-500:]}")
+    os.replace(partial, out)
+    return out
+
+
+HISTORY = 3
+"""States a learned model takes as history (the Act-FIGNet paper's displacement history): its rollout starts at
+state ``HISTORY - 1``, and the prediction's panel shows the recording until then."""
+
+
+def predicted_episode(episode: Episode, model, action_mode) -> Episode:
+    """A contact model's open-loop prediction of ``episode`` from its first :data:`HISTORY` states, driven by the
+    recorded commands (pose deltas) or applied wrenches (per ``action_mode``), as an Episode of the same length
+    (states before the rollout's start and the first readings are the recording's).
+
+    Args:
+        episode: the recording (``T + 1`` states, ``T`` readings).
+        model: a :class:`contactkit.model.ContactModel` of the episode's scene.
+        action_mode: :class:`contactkit.model.ActionMode` of the model's inputs.
+    """
+    import dataclasses
+
+    from contactkit.model import ActionMode, rollout
+    from contactkit.state import BodyState
+
+    t0 = HISTORY - 1
+    if episode.n_steps <= t0:
+        raise InvalidInputError(f"an episode of {episode.n_steps} steps is too short to predict (needs > {t0})")
+    states = episode.states().as_array()
+    inputs = episode.command if ActionMode(action_mode) is ActionMode.POSE_DELTA else episode.action
+    pred, wrench = rollout(model, BodyState.from_array(states[None, :t0 + 1]), inputs[None, t0:])
+    full = np.concatenate([states[:t0 + 1], pred.as_array()[0]])
+    return dataclasses.replace(episode, pos=full[:, 0:3], quat=full[:, 3:7], lin_vel=full[:, 7:10],
+                               ang_vel=full[:, 10:13], wrench=np.concatenate([episode.wrench[:t0], wrench[0]]))
+
+
+def render_dataset_episode(path: str | Path, index: int, out: str | Path, checkpoint: str | Path | None = None,
+                           config: RenderConfig = RenderConfig()) -> Path:
+    """Render episode ``index`` of the HDF5 dataset ``path`` to ``out`` (see :func:`write_video`); with a trained
+    Act-FIGNet ``checkpoint`` (a ``.safetensors`` file) its open-loop prediction (:func:`predicted_episode`) is
+    drawn beside the recording. The video plays in real time (the file's control period times ``stride``).
+
+    Raises:
+        DatasetError: a bad file or episode index. CheckpointError: a bad checkpoint. RenderError: no OpenGL.
+    """
+    from contactkit.data.reader import open_dataset
+
+    check_video_path(out)
+    with open_dataset(path) as ds:
+        if not 0 <= index < len(ds):
+            raise InvalidInputError(f"--episode {index} is out of range: {path} holds {len(ds)} episode(s)")
+        episode, scene, meta = ds.episode(index), Scene.from_json(ds.scene_json(index)), ds.meta
+    predicted = None
+    if checkpoint is not None:
+        from contactkit.models.gnn import GnnContactModel
+
+        model = GnnContactModel.from_checkpoint(checkpoint, scene, action_mode=meta.action_mode)
+        predicted = predicted_episode(episode, model, meta.action_mode)
+    frames = episode_frames(scene, episode, config, predicted, title="measured",
+                            predicted_title=f"predicted ({Path(checkpoint).name})" if checkpoint else "")
+    return write_video(frames, out, fps=1.0 / (meta.control_dt * config.stride))
