@@ -11,7 +11,8 @@ Each mapped stream names a ``topic``; the message types read are:
 | ``joints`` | ``sensor_msgs/msg/JointState`` (the joints of ``names``, in that order) |
 
 A sample's time is its header stamp (``stamp: header``, the default) or the bag's receive time (``stamp:
-receive``); messages are ordered by it. Units of the mapping apply (ROS messages are SI by REP 103: the default).
+receive``); messages are ordered by it. Message values are SI (ROS REP 103): the mapping's ``units`` are those of
+CSV logs and of the mapping's own numbers (``frames``), not of bags.
 Only the mapped topics are deserialised; a bag ``rosbags`` cannot read is a :class:`DatasetError`.
 """
 
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import numpy as np
 
 from contactkit.data.robot_log import LogLimits
 from contactkit.data.robot_log_mapping import LogMapping, StreamKind, StreamSpec
@@ -65,21 +64,14 @@ def _joint_row(msg, spec: StreamSpec, where: str, index: int):
     return msg.header, [float(msg.position[names.index(n)]) for n in spec.names]
 
 
-def _row(kind: StreamKind, msg, msgtype: str, spec: StreamSpec, where: str, index: int, mapping: LogMapping):
+def _row(kind: StreamKind, msg, msgtype: str, spec: StreamSpec, where: str, index: int):
     """``(header, SI values)`` of one message, or None when it holds no sample of the stream."""
-    u = mapping.units
     if kind in (StreamKind.POSE, StreamKind.COMMAND_POSE):
-        got = _pose_row(msg, msgtype, spec)
-        if got is None:
-            return None
-        header, v = got
-        return header, [*(np.asarray(v[:3]) * u.position), *v[3:]]
+        return _pose_row(msg, msgtype, spec)
     if kind in (StreamKind.WRENCH, StreamKind.COMMAND_WRENCH):
-        w = msg.wrench
-        return msg.header, [*(np.asarray(_xyz(w.force)) * u.force), *(np.asarray(_xyz(w.torque)) * u.torque)]
+        return msg.header, [*_xyz(msg.wrench.force), *_xyz(msg.wrench.torque)]
     if kind is StreamKind.TWIST:
-        t = msg.twist
-        return msg.header, [*(np.asarray(_xyz(t.linear)) * u.position), *(np.asarray(_xyz(t.angular)) * u.angle)]
+        return msg.header, [*_xyz(msg.twist.linear), *_xyz(msg.twist.angular)]
     return _joint_row(msg, spec, where, index)
 
 
@@ -121,7 +113,7 @@ def _collect(reader, path: str, mapping: LogMapping) -> dict:
         index = counts[kind]
         counts[kind] += 1
         msg = reader.deserialize(raw, conn.msgtype)
-        got = _row(kind, msg, conn.msgtype, spec, f"{path}: topic {spec.topic}", index, mapping)
+        got = _row(kind, msg, conn.msgtype, spec, f"{path}: topic {spec.topic}", index)
         if got is None:
             continue
         header, values = got
@@ -136,7 +128,7 @@ def read_bag_streams(path: str | os.PathLike, mapping: LogMapping,
 
     Args:
         path: a bag folder (with ``metadata.yaml``), or one ``.mcap`` or ``.db3`` storage file.
-        mapping: streams with their topics, units, stamp choice.
+        mapping: streams with their topics, stamp choice.
         limits: plausibility bounds (default :class:`LogLimits`).
 
     Raises:

@@ -18,9 +18,9 @@ A mapping is a YAML or JSON object (YAML is read with a safe loader: no tags, no
       base:   {rpy: [0, 0, 90]}                          # the logged base frame in the world
 
 Everything but ``streams.pose`` (or ``streams.joints`` with a forward-kinematics function) and
-``streams.wrench`` is optional. Units scale every logged value of their kind, in CSV logs and bags alike
-(ROS messages are SI by REP 103, the default). Bad mappings raise :class:`~contactkit.errors.InvalidInputError`
-naming the file and the key.
+``streams.wrench`` is optional. ``units`` are those of a CSV log's values and of the mapping's own numbers
+(``frames``); ROS messages are SI (REP 103) and are read as such. Bad mappings raise
+:class:`~contactkit.errors.InvalidInputError` naming the file and the key.
 """
 
 from __future__ import annotations
