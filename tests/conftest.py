@@ -3,6 +3,8 @@ workers each spawn threads on a 2-core machine)."""
 
 import torch
 
+import contactkit  # noqa: F401  (first: on a machine without a display it sets MUJOCO_GL before any test imports mujoco)
+
 
 def pytest_configure(config):
     torch.set_num_threads(1)

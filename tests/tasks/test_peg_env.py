@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from contactkit.control.impedance import pose_target
 from contactkit.control.mpc import ActionScale
@@ -92,11 +93,12 @@ def test_action_scale_keeps_box_corners_inside_the_controller_limits():
 
 
 @pytest.mark.parametrize("pairing", ["triangle", "circle-in-square"])
-def test_gymnasium_env_checker_passes(pairing):
+def test_gymnasium_and_sb3_env_checkers_pass_without_a_warning(pairing):
     env = PegInsertionEnv(PegEnvConfig(pairing=pairing))
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*infinity.*")  # unbounded state space is intended
+        warnings.simplefilter("error")  # float32 spaces, finite bounds: nothing to warn about
         check_env(env, skip_render_check=True)
+        sb3_check_env(env, warn=True)
 
 
 def test_initial_states_are_near_the_slot_and_reproducible():

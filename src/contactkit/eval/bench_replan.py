@@ -111,7 +111,8 @@ def measure(budget: InsertionBudget, points: int, seed: int,
     """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent."""
     params, times, chosen, missing = WorldParams(), {}, [], []
     for pairing in budget.pairings:
-        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
+        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
+                              observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
         models, missing = build_models(env.scene, params, budget, device)

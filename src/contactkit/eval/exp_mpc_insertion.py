@@ -2,7 +2,10 @@
 
 The same agent (:class:`contactkit.control.mpc.MPCAgent`, Table IV settings) plans with each available
 model — MuJoCo itself (the ground truth), Act-FIGNet and the contactkit engine — while the environment's
-true dynamics are always the MuJoCo world (:class:`contactkit.tasks.peg_env.PegInsertionEnv`). Episodes
+true dynamics are always the MuJoCo world (:class:`contactkit.tasks.peg_env.PegInsertionEnv`). The environment
+runs in ``world`` (reality) and the models assume ``model_world`` (both ``nominal`` by default, as the stored run:
+then the ground truth is exact; :mod:`contactkit.eval.worlds`), so "plan with nominal, act in my lab's world" is
+``--world lab.json --model-world nominal``. Episodes
 run on four tool shapes in matching slots with 5 mm clearance plus the unseen circle-in-square pairing;
 every model sees the same initial states (paired comparison). A model that cannot be built is listed under
 ``"missing"`` with the reason.
@@ -25,6 +28,7 @@ import numpy as np
 from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
 from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
@@ -298,23 +302,29 @@ def _summary(records: list[EpisodeRecord], wall_s: float) -> dict:
     }
 
 
-def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu",
-             params: WorldParams | None = None) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
+def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: WorldParams | None = None,
+             model_params: WorldParams | None = None) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
     """Run every available model on every pairing; returns (records per model, wall seconds, missing).
+
+    The environment runs in ``params`` (default :class:`WorldParams` ``()``, the nominal world), the planning
+    models assume ``model_params`` (default: ``params``).
 
     Which models run is decided once, on the first pairing (a checkpoint that appears during the run does
     not join it halfway); a model that then cannot be built for a later pairing is an error.
     """
     params = params or WorldParams()
+    model_params = model_params or params
     records: dict[str, list[EpisodeRecord]] = {}
     wall: dict[str, float] = {}
     missing: list[dict] = []
     names: tuple[str, ...] | None = None
     for pairing in budget.pairings:
-        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
+        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
+                              observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
-        models, gone = build_models(env.scene, params, budget if names is None else replace(budget, models=names),
+        models, gone = build_models(env.scene, model_params,
+                                    budget if names is None else replace(budget, models=names),
                                     device)
         if names is None:
             names, missing = tuple(models), gone
@@ -356,7 +366,7 @@ def _restricted(budget: InsertionBudget, episodes: int | None, pairings: tuple[s
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: InsertionBudget | None = None, checkpoint: str | Path | None = None,
         models: tuple[str, ...] | None = None, episodes: int | None = None,
-        pairings: tuple[str, ...] | None = None) -> dict:
+        pairings: tuple[str, ...] | None = None, world: str | None = None, model_world: str | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` names the Act-FIGNet
@@ -364,14 +374,17 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     (names of :data:`MODEL_FACTORIES`) restricts the models planned with (the others are listed as missing).
     ``episodes`` (per pairing) and ``pairings`` (keys of :data:`INSERTION_PAIRINGS`) cut the run down, same
     agent and episode starts: the result is then ``"partial"`` (the harness does not store it as the full run).
+    ``world`` (the environment, reality) and ``model_world`` (what the planning models assume): preset names or
+    WorldParams JSON paths, both ``nominal`` by default (:func:`contactkit.eval.worlds.world_pair`).
     """
+    worlds = world_pair(world, model_world, "mpc-insertion", default_world=STORED_MODEL_WORLD)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
     if models is not None:
         budget = replace(budget, models=known_models(models))
     budget = _restricted(budget, episodes, pairings)
-    records, wall, missing = evaluate(budget, seed, device)
+    records, wall, missing = evaluate(budget, seed, device, worlds.truth, worlds.model)
     result = {
         "partial": episodes is not None or pairings is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
@@ -380,7 +393,8 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         "budget": asdict(budget),
         "planning_engine": {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(PLANNING_ENGINE).items()},
         "task": {"clearance_m": PegEnvConfig().clearance, "success_radius_m": SUCCESS_RADIUS_M,
-                 "control_dt_s": WorldParams().control_dt},
+                 "control_dt_s": worlds.truth.control_dt},
+        "setup": worlds.setup(),
     }
     if plots is not None:
         from contactkit.eval.mpc_insertion_figures import plot_reward_curves, plot_success_rates
