@@ -11,7 +11,7 @@ import torch
 from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.model import ActionMode
-from contactkit.models.gnn import graph as graph_module
+from contactkit.models.gnn import population as population_module
 from contactkit.models.gnn.actions import command_wrench, finite_difference_twist, impedance_law
 from contactkit.models.gnn.checkpoint import load_checkpoint, save_checkpoint
 from contactkit.models.gnn.contact_model import GnnContactModel
@@ -129,13 +129,13 @@ def test_steps_feed_the_controller_wrench_at_the_models_own_state(pose_model, mo
     """Batched rollout: each step's graph gets the impedance wrench of the command at the current (predicted)
     history — closed loop — not a recorded wrench."""
     seen = []
-    real = graph_module.build_graphs
+    real = population_module.net_wrenches
 
-    def spy(arrays, inputs, config):
-        seen.append(np.stack([x.wrench for x in inputs]))
-        return real(arrays, inputs, config)
+    def spy(*args):
+        seen.append(real(*args))
+        return seen[-1]
 
-    monkeypatch.setattr("contactkit.models.gnn.contact_model.build_graphs", spy)
+    monkeypatch.setattr("contactkit.models.gnn.population.net_wrenches", spy)
     rng = np.random.default_rng(3)
     hist = _histories(rng, 4).reshape(2, 2, 3, 13)
     cmds = np.stack([_commands(rng, 4) for _ in range(3)], axis=1).reshape(2, 2, 3, 6)

@@ -40,6 +40,7 @@ from contactkit.models.gnn.graph import (
 from contactkit.models.gnn.kinematics import GraphInputs, GraphTargets, SceneArrays, StepSpec, prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
 from contactkit.models.gnn.normalize import RunningNormalizer
+from contactkit.models.gnn.population import PopulationCache, population_cache, population_graph
 from contactkit.models.gnn.postprocess import align_pose, finite_difference_velocity, integrate_positions
 from contactkit.models.gnn.samples import Batch, RotationAugmentation, make_batch
 from contactkit.models.gnn.train import TrainConfig, TrainProgress, TrainResult, train, validate
@@ -59,6 +60,7 @@ __all__ = [
     "ImpedanceLaw",
     "ModelConfig",
     "ModelVariant",
+    "PopulationCache",
     "NodeType",
     "RotationAugmentation",
     "RunningNormalizer",
@@ -83,6 +85,8 @@ __all__ = [
     "integrate_positions",
     "load_checkpoint",
     "make_batch",
+    "population_cache",
+    "population_graph",
     "prepare_scene",
     "restore_model",
     "save_checkpoint",

@@ -23,6 +23,7 @@ from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.graph import build_graphs
 from contactkit.models.gnn.kinematics import SceneArrays, StepSpec, center_to_sensor, graph_inputs, prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode
+from contactkit.models.gnn.population import PopulationCache, population_cache, population_graph, tool_kinematics
 from contactkit.models.gnn.postprocess import (
     align_pose,
     finite_difference_velocity,
@@ -49,9 +50,11 @@ class GnnContactModel:
     step_spec: StepSpec
     device: str = "cpu"
     arrays: SceneArrays = field(init=False, repr=False)
+    population: PopulationCache = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "arrays", prepare_scene(self.scene, self.step_spec))
+        object.__setattr__(self, "population", population_cache(self.arrays, self.model.config.graph))
         self.model.to(self.device).eval()
 
     @staticmethod
@@ -120,13 +123,12 @@ class GnnContactModel:
         """
         flat, act, batch = self._check(history, action)
         wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.control_dt)
-        inputs = [graph_inputs(self.arrays, flat[i], wrench_in[i]) for i in range(len(flat))]
-        graph = build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph).to(self.device)
+        graph = self.input_graph(flat, wrench_in).to(self.device)
         accel, wrench = self.model.predict(graph)
         n, n_vert = len(flat), len(self.arrays.tool_vertices)
         accel = accel.detach().cpu().to(torch.float64).reshape(n, n_vert, 3)
-        p_t = torch.as_tensor(np.stack([x.tool_positions[-1] for x in inputs]))
-        p_prev = torch.as_tensor(np.stack([x.tool_positions[-2] for x in inputs]))
+        verts = tool_kinematics(self.population, flat[:, -self.history:])[0]
+        p_t, p_prev = torch.as_tensor(verts[:, -1]), torch.as_tensor(verts[:, -2])
         ref = torch.as_tensor(self.arrays.tool_vertices).expand(n, n_vert, 3)
         pos1, quat1 = align_pose(ref, integrate_positions(accel, p_t, p_prev))
         pos0 = torch.as_tensor(flat[:, -1, 0:3])
@@ -137,6 +139,18 @@ class GnnContactModel:
         reading = center_to_sensor(self.arrays, pos0.numpy(), quat0.numpy(),
                                    wrench.detach().cpu().to(torch.float64).numpy())
         return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
+
+    def input_graph(self, windows: np.ndarray, wrench: np.ndarray, fast: bool = True):
+        """The batched input graph of ``windows`` (B, h, 13) (oldest first) and applied wrenches ``wrench`` (B, 6)
+        (world frame, torque about the tool origin [N, N·m]), on the CPU.
+
+        ``fast``: built in one pass from the scene's cached static structures (:mod:`.population`); else one graph
+        per window, collated (:func:`.graph.build_graphs`, the reference the fast path is tested against).
+        """
+        if fast:
+            return population_graph(self.population, windows, wrench)
+        inputs = [graph_inputs(self.arrays, windows[i], wrench[i]) for i in range(len(windows))]
+        return build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph)
 
     def rollout(self, history: BodyState, actions) -> tuple[BodyState, np.ndarray]:
         """Rollout feeding predictions back as history (paper §IV-B.c); with pose-delta actions the controller's

@@ -68,7 +68,7 @@ class FaceEdges:
         return int(self.senders.shape[0])
 
 
-def _bounding_spheres(tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bounding_spheres(tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Centres ``(..., F, 3)`` and radii ``(..., F)`` of spheres around triangles ``(..., F, 3, 3)``."""
     centre = tris.mean(axis=-2)
     return centre, np.linalg.norm(tris - centre[..., None, :], axis=-1).max(axis=-1)
@@ -80,8 +80,8 @@ def _sphere_pairs(tris_a: np.ndarray, tris_b: np.ndarray, radius: float) -> tupl
     ``tris_a`` ``(G, Fa, 3, 3)``, ``tris_b`` ``(G, Fb, 3, 3)``: all pairs at once for small meshes, else a
     k-d tree per graph.
     """
-    ca, ra = _bounding_spheres(tris_a)
-    cb, rb = _bounding_spheres(tris_b)
+    ca, ra = bounding_spheres(tris_a)
+    cb, rb = bounding_spheres(tris_b)
     if tris_a.shape[1] * tris_b.shape[1] <= BRUTE_FORCE_PAIRS:
         gap = np.linalg.norm(ca[:, :, None] - cb[:, None], axis=-1) - ra[:, :, None] - rb[:, None]
         return tuple(i.astype(np.int64) for i in np.nonzero(gap <= radius))
@@ -111,11 +111,11 @@ def _candidate_pairs(tris_a: np.ndarray, tris_b: np.ndarray, radius: float) -> t
     a, b = tris_a[g, ia], tris_b[g, ib]
     boxes = np.all(np.maximum(a.min(axis=1), b.min(axis=1)) - np.minimum(a.max(axis=1), b.max(axis=1)) <= radius,
                    axis=1)
-    keep = boxes & _straddles(a, b, radius) & _straddles(b, a, radius)
+    keep = boxes & straddles(a, b, radius) & straddles(b, a, radius)
     return g[keep], ia[keep], ib[keep]
 
 
-def _straddles(tris: np.ndarray, other: np.ndarray, radius: float) -> np.ndarray:
+def straddles(tris: np.ndarray, other: np.ndarray, radius: float) -> np.ndarray:
     """False where all of ``other``'s vertices lie more than ``radius`` to one side of ``tris``' plane (P,)."""
     d = np.einsum("pk,pvk->pv", _normals(tris), other - tris[:, :1])
     return ~(np.all(d > radius, axis=1) | np.all(d < -radius, axis=1))
@@ -165,7 +165,7 @@ def _normals(tris: np.ndarray) -> np.ndarray:
     return n / np.sqrt(np.maximum(np.einsum("ij,ij->i", n, n), NORMAL_EPS))[:, None]
 
 
-def _directed(ids_s, tris_s, p_s, ids_r, tris_r, p_r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def directed_edges(ids_s, tris_s, p_s, ids_r, tris_r, p_r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edges from faces ``s`` to faces ``r``: ranked node ids and the eq. 14 features."""
     rows = np.arange(len(ids_s))[:, None]
     order_s, order_r = _rank(tris_s, p_s), _rank(tris_r, p_r)
@@ -236,8 +236,8 @@ def face_interaction_edges_many(
     keep = dist <= radius
     owner = owner[keep]
     ids_a, tris_a, ids_b, tris_b, dist, pa, pb = (x[keep] for x in (ids_a, tris_a, ids_b, tris_b, dist, pa, pb))
-    s1, r1, f1 = _directed(ids_a, tris_a, pa, ids_b, tris_b, pb)
-    s2, r2, f2 = _directed(ids_b, tris_b, pb, ids_a, tris_a, pa)
+    s1, r1, f1 = directed_edges(ids_a, tris_a, pa, ids_b, tris_b, pb)
+    s2, r2, f2 = directed_edges(ids_b, tris_b, pb, ids_a, tris_a, pa)
     out = []
     for g in range(n):
         m = owner == g

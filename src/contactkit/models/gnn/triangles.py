@@ -20,7 +20,9 @@ TINY = 1e-300
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(axis=-1)
+    """``Σ_k a_k b_k`` over the last axis, summed in the order ``(a0 b0 + a1 b1) + a2 b2`` as ``np.sum`` does, without
+    its per-call reduction overhead (the narrow phase's main cost)."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

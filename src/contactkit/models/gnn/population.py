@@ -1,0 +1,297 @@
+"""Batched input graphs of a population of tool states in one fixed scene (the planner's fast path).
+
+An iCEM replan (Act-FIGNet paper App. C, Table IV) rolls 20 candidate action sequences out for 50 steps: 250
+calls of :meth:`GnnContactModel.step` on 20 windows each, in a scene whose static meshes never move. The
+general constructor (:func:`.graph.build_graphs`) builds one graph per window and then collates them; this
+module builds the same batched graph in one vectorised pass from structures computed once per scene
+(:class:`PopulationCache`, cached on the model):
+
+* the static triangles, their bounding spheres, boxes and normals (the broad phase of the face edges tests
+  the tool's faces of every window against them at once, culled by bounding spheres, boxes and planes
+  before the exact triangle–triangle test);
+* the static rows of every feature array (static bodies do not move, so their node displacements are zero,
+  their object↔mesh features fixed and their world↔mesh features zero);
+* the index arrays of a batch of ``B`` graphs (they depend only on ``B``).
+
+The graph equals ``build_graphs([arrays] * B, [graph_inputs(arrays, history[i], wrench[i]) ...], config)``:
+the same edges in the same order, the same features to float rounding (tests/models/gnn/test_gnn_population.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from contactkit.errors import InvalidInputError
+from contactkit.models.gnn.face_edges import (
+    BRUTE_FORCE_PAIRS,
+    FACE_FEATURE_DIM,
+    bounding_spheres,
+    directed_edges,
+    face_interaction_edges_many,
+    straddles,
+)
+from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant
+from contactkit.models.gnn.kinematics import SceneArrays
+from contactkit.models.gnn.triangles import triangle_pair_closest_points
+from contactkit.rotations import quat_rotate, quat_to_mat
+from contactkit.state import STATE_DIM
+
+UNIT_QUAT_TOL = 1e-4
+"""Largest ``| |q| − 1 |`` accepted in a history (as :func:`.kinematics.graph_inputs`)."""
+
+MO_SIGN = np.array([-1, -1, -1, 1.0])
+"""Mesh→object features are the object→mesh ones with the displacement negated."""
+MW_SIGN = np.array([-1, -1, -1, 1, -1, -1, -1, 1.0])
+"""Mesh→world features are the world→mesh ones with both vectors negated."""
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationCache:
+    """What every batched graph of one scene shares, computed once (:func:`population_cache`).
+
+    Attributes:
+        arrays: the scene arrays. config: the graph settings.
+        static_tris: ``(Fs, 3, 3)`` static triangles, world frame [m]; static_face_ids ``(Fs, 3)`` their mesh
+            ids (after the ``Vt`` tool nodes).
+        static_centre, static_radius: ``(Fs, 3)``, ``(Fs,)`` their bounding spheres [m].
+        static_lo, static_hi: ``(Fs, 3)`` their axis-aligned boxes [m].
+        static_mesh_x, static_object_x: static rows of the node features (zero displacements, ``[0, μ, 0]``).
+        static_om_x: ``(Vs, 4)`` static object→mesh features (vertex − body centroid, its norm).
+        mesh_obj: ``(N,)`` body of each mesh node of one graph (0: the tool).
+    """
+
+    arrays: SceneArrays
+    config: GraphConfig
+    static_tris: np.ndarray
+    static_face_ids: np.ndarray
+    static_centre: np.ndarray
+    static_radius: np.ndarray
+    static_lo: np.ndarray
+    static_hi: np.ndarray
+    static_mesh_x: np.ndarray
+    static_object_x: np.ndarray
+    static_om_x: np.ndarray
+    mesh_obj: np.ndarray
+    _indices: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def num_tool(self) -> int:
+        """Tool mesh nodes ``Vt`` per graph."""
+        return len(self.arrays.tool_vertices)
+
+    @property
+    def num_mesh(self) -> int:
+        """Mesh nodes ``N = Vt + Vs`` per graph."""
+        return len(self.mesh_obj)
+
+    @property
+    def num_objects(self) -> int:
+        """Object nodes per graph (the tool and each static body)."""
+        return 1 + self.arrays.num_statics
+
+
+def population_cache(arrays: SceneArrays, config: GraphConfig) -> PopulationCache:
+    """The static structures of ``arrays``' scene under ``config`` (node features: eq. 10, edges: eqs. 12–14)."""
+    n_tool, h = len(arrays.tool_vertices), config.history
+    static_ids = arrays.static_faces + n_tool
+    tris = arrays.static_vertices[arrays.static_faces]
+    centre, radius = bounding_spheres(tris)
+    plus = config.variant is ModelVariant.FIGNET_PLUS
+    extra = 6 if plus else 0
+    attrs = arrays.static_attrs
+    zeros_disp = np.zeros((len(arrays.static_vertices), 3 * (h - 1)))
+    static_mesh_x = np.concatenate([zeros_disp, attrs[arrays.static_body], np.zeros((len(zeros_disp), extra))], 1)
+    static_object_x = np.concatenate([np.zeros((len(attrs), 3 * (h - 1))), attrs, np.zeros((len(attrs), extra))], 1)
+    disp = arrays.static_vertices - arrays.static_centers[arrays.static_body]
+    return PopulationCache(
+        arrays=arrays, config=config, static_tris=tris, static_face_ids=static_ids,
+        static_centre=centre, static_radius=radius, static_lo=tris.min(axis=1), static_hi=tris.max(axis=1),
+        static_mesh_x=static_mesh_x, static_object_x=static_object_x,
+        static_om_x=np.concatenate([disp, np.linalg.norm(disp, axis=-1, keepdims=True)], axis=1),
+        mesh_obj=np.concatenate([np.zeros(n_tool, dtype=np.int64), 1 + arrays.static_body]),
+    )
+
+
+def tool_kinematics(cache: PopulationCache, history: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """World positions of the tool over windows ``history`` (B, h, 13), oldest first.
+
+    Returns:
+        ``(vertices (B, h, Vt, 3), centres (B, h, 3), unit quaternions (B, h, 4))`` [m], world frame
+        (:func:`.kinematics.body_points` and the centre of mass of :func:`.kinematics.graph_inputs`).
+
+    Raises:
+        InvalidInputError: wrong shape, NaN or Inf, or quaternions that are not unit norm.
+    """
+    h = cache.config.history
+    history = np.asarray(history, dtype=np.float64)
+    if history.ndim != 3 or history.shape[1:] != (h, STATE_DIM):
+        raise InvalidInputError(f"population history must have shape (B, {h}, {STATE_DIM}), got {history.shape}")
+    if not np.all(np.isfinite(history)):
+        raise InvalidInputError("population history contains NaN or Inf")
+    pos, quat = history[..., 0:3], history[..., 3:7]
+    norms = np.linalg.norm(quat, axis=-1)
+    if np.any(np.abs(norms - 1.0) > UNIT_QUAT_TOL):
+        raise InvalidInputError(f"population history quaternions are not unit norm (|q| in [{norms.min()}, "
+                                f"{norms.max()}])")
+    quat = quat / norms[..., None]
+    rot = quat_to_mat(quat)
+    verts = np.einsum("...ij,vj->...vi", rot, cache.arrays.tool_vertices) + pos[..., None, :]
+    centres = pos + quat_rotate(quat, np.broadcast_to(cache.arrays.tool_center, pos.shape))
+    return verts, centres, quat
+
+
+def net_wrenches(cache: PopulationCache, pos: np.ndarray, centre: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """Net non-contact wrenches (B, 6) about the tool centre of mass (:func:`.kinematics.net_external_wrench`).
+
+    ``pos`` (B, 3) tool origins, ``centre`` (B, 3) centres of mass [m], ``action`` (B, 6) applied wrenches, world
+    frame, torque about the tool origin [N, N·m]: ``f = f_a + m g``, ``τ_c = τ_a + (o − c) × f_a``.
+    """
+    f_a, tau_a = action[:, :3], action[:, 3:]
+    f = f_a + cache.arrays.tool_attrs[0] * np.asarray(cache.arrays.step.gravity)
+    return np.concatenate([f, tau_a + np.cross(pos - centre, f_a)], axis=1)
+
+
+def population_face_edges(cache: PopulationCache, tool_now: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Face-interaction edges (eq. 14) of ``B`` graphs whose tools have vertices ``tool_now`` (B, Vt, 3) [m].
+
+    Returns ``(senders (E, 3), receivers (E, 3), features (E, 34), graph (E,))``: mesh ids within each graph,
+    ordered as :func:`.face_edges.face_interaction_edges_many` orders them (per graph: tool→static edges by face
+    pair, then static→tool).
+    """
+    arrays, radius = cache.arrays, cache.config.collision_radius
+    tool_faces = arrays.tool_faces
+    n_b = len(tool_now)
+    if len(tool_faces) * len(cache.static_tris) > BRUTE_FORCE_PAIRS:  # large meshes: the general k-d tree path
+        positions = [np.concatenate([t, arrays.static_vertices]) for t in tool_now]
+        edges = face_interaction_edges_many(positions, [tool_faces] * n_b, [cache.static_face_ids] * n_b, radius)
+        graph = np.concatenate([np.full(e.num_edges, g, dtype=np.int64) for g, e in enumerate(edges)])
+        return (*(np.concatenate([getattr(e, k) for e in edges]) for k in ("senders", "receivers", "features")),
+                graph)
+    ta = tool_now[:, tool_faces]  # (B, Ft, 3, 3)
+    ca, ra = bounding_spheres(ta)
+    gap = np.linalg.norm(ca[:, :, None] - cache.static_centre, axis=-1) - ra[:, :, None] - cache.static_radius
+    g, ia, ib = (i.astype(np.int64) for i in np.nonzero(gap <= radius))
+    a, b = ta[g, ia], cache.static_tris[ib]
+    boxes = np.all(np.maximum(a.min(axis=1), cache.static_lo[ib]) - np.minimum(a.max(axis=1), cache.static_hi[ib])
+                   <= radius, axis=1)
+    keep = boxes & straddles(a, b, radius) & straddles(b, a, radius)
+    g, ia, ib, a, b = g[keep], ia[keep], ib[keep], a[keep], b[keep]
+    dist, pa, pb = triangle_pair_closest_points(a, b)
+    near = dist <= radius
+    g, ia, ib, a, b, pa, pb = (x[near] for x in (g, ia, ib, a, b, pa, pb))
+    s1, r1, f1 = directed_edges(tool_faces[ia], a, pa, cache.static_face_ids[ib], b, pb)
+    s2, r2, f2 = directed_edges(cache.static_face_ids[ib], b, pb, tool_faces[ia], a, pa)
+    graph = np.concatenate([g, g])
+    order = np.argsort(2 * graph + np.repeat([0, 1], len(g)), kind="stable")  # per graph: a→b, then b→a
+    features = np.concatenate([f1, f2]).reshape(-1, FACE_FEATURE_DIM)
+    return np.concatenate([s1, s2])[order], np.concatenate([r1, r2])[order], features[order], graph[order]
+
+
+def _i64(x: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.int64)
+
+
+def _f32(x: np.ndarray) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32)
+
+
+def _batch_indices(cache: PopulationCache, n_b: int) -> dict[str, torch.Tensor]:
+    """Index arrays of ``n_b`` collated graphs (those of :func:`.graph.batch_graphs`), cached per ``n_b``."""
+    if n_b in cache._indices:
+        return cache._indices[n_b]
+    n, n_obj, n_tool = cache.num_mesh, cache.num_objects, cache.num_tool
+    act = cache.config.variant is ModelVariant.ACT_FIGNET
+    graph = np.arange(n_b)[:, None]
+    mesh = (graph * n + np.arange(n)).ravel()
+    obj = (graph * n_obj + cache.mesh_obj).ravel()
+    tool = (graph * n + np.arange(n_tool)).ravel()
+    out = {"om_index": np.stack([obj, mesh]), "mo_index": np.stack([mesh, obj]), "tool_nodes": tool,
+           "tool_graph": np.repeat(np.arange(n_b), n_tool), "tool_om": tool}
+    if act:
+        world = graph * 2 * n_obj
+        senders = np.concatenate([world + 2 * cache.mesh_obj, world + 2 * cache.mesh_obj + 1], axis=1).ravel()
+        receivers = np.concatenate([graph * n + np.arange(n)] * 2, axis=1).ravel()
+        out.update(wm_index=np.stack([senders, receivers]), mw_index=np.stack([receivers, senders]),
+                   tool_mw_force=(graph * 2 * n + np.arange(n_tool)).ravel(),
+                   tool_mw_torque=(graph * 2 * n + n + np.arange(n_tool)).ravel())
+    else:
+        empty = np.zeros((2, 0), dtype=np.int64)
+        out.update(wm_index=empty, mw_index=empty, tool_mw_force=np.zeros(0, dtype=np.int64),
+                   tool_mw_torque=np.zeros(0, dtype=np.int64))
+    cache._indices[n_b] = {k: _i64(v) for k, v in out.items()}
+    return cache._indices[n_b]
+
+
+def _displacements(hist: np.ndarray) -> np.ndarray:
+    """Eq. 10's displacements ``(B, M, 3(h−1))``, most recent first, of positions ``hist`` (B, h, M, 3)."""
+    steps = (hist[:, 1:] - hist[:, :-1])[:, ::-1]  # (B, h-1, M, 3)
+    return np.moveaxis(steps, 1, 2).reshape(hist.shape[0], hist.shape[2], -1)
+
+
+def _world_features(cache: PopulationCache, wrench: np.ndarray, disp: np.ndarray) -> np.ndarray:
+    """World→mesh features (B, 2N, 8) of eqs. 12–13: force edges then torque edges; zero on static nodes."""
+    n_b, n, n_tool = len(wrench), cache.num_mesh, cache.num_tool
+    f, tau = wrench[:, None, :3], wrench[:, None, 3:]
+    out = np.zeros((n_b, 2 * n, 8))
+    out[:, :n_tool, 0:3] = f
+    out[:, :n_tool, 3:4] = np.linalg.norm(f, axis=-1, keepdims=True)
+    out[:, n:n + n_tool, 0:3] = tau
+    out[:, n:n + n_tool, 3:4] = np.linalg.norm(tau, axis=-1, keepdims=True)
+    out[:, n:n + n_tool, 4:7] = disp
+    out[:, n:n + n_tool, 7:8] = np.linalg.norm(disp, axis=-1, keepdims=True)
+    return out
+
+
+def population_graph(cache: PopulationCache, history: np.ndarray, action: np.ndarray) -> Graph:
+    """The batched input graph of ``B`` windows of the cached scene (paper §III-C.1, eqs. 10–14).
+
+    Args:
+        cache: the scene's :class:`PopulationCache`.
+        history: ``(B, h, 13)`` tool states, oldest first, world frame.
+        action: ``(B, 6)`` wrenches applied to the tool, world frame, torque about the tool origin [N, N·m]
+            (for pose-delta models the impedance controller's, :func:`.actions.action_wrench`).
+
+    Returns:
+        the graph :func:`.graph.build_graphs` builds from the same windows (same edges, same order).
+
+    Raises:
+        InvalidInputError: wrong shapes, NaN, or non-unit quaternions.
+    """
+    verts, centres, _ = tool_kinematics(cache, history)
+    n_b = len(verts)
+    action = np.asarray(action, dtype=np.float64)
+    if action.shape != (n_b, 6) or not np.all(np.isfinite(action)):
+        raise InvalidInputError(f"population actions must be finite with shape ({n_b}, 6), got {action.shape}")
+    wrench = net_wrenches(cache, np.asarray(history, dtype=np.float64)[:, -1, 0:3], centres[:, -1], action)
+    plus = cache.config.variant is ModelVariant.FIGNET_PLUS
+    tool_attrs = np.broadcast_to(cache.arrays.tool_attrs, (n_b, cache.num_tool, 3))
+    tool_x = [_displacements(verts), tool_attrs] + ([np.broadcast_to(wrench[:, None], (n_b, cache.num_tool, 6))]
+                                                     if plus else [])
+    obj_x = [_displacements(centres[:, :, None]), tool_attrs[:, :1]] + ([wrench[:, None]] if plus else [])
+    mesh_x = np.concatenate([np.concatenate(tool_x, axis=-1),
+                             np.broadcast_to(cache.static_mesh_x, (n_b, *cache.static_mesh_x.shape))], axis=1)
+    object_x = np.concatenate([np.concatenate(obj_x, axis=-1),
+                               np.broadcast_to(cache.static_object_x, (n_b, *cache.static_object_x.shape))], axis=1)
+    disp = verts[:, -1] - centres[:, -1, None]
+    om_x = np.concatenate([np.concatenate([disp, np.linalg.norm(disp, axis=-1, keepdims=True)], axis=-1),
+                           np.broadcast_to(cache.static_om_x, (n_b, *cache.static_om_x.shape))], axis=1)
+    senders, receivers, face_x, face_graph = population_face_edges(cache, verts[:, -1])
+    shift = (face_graph * cache.num_mesh)[:, None]
+    idx = _batch_indices(cache, n_b)
+    if plus:
+        world_x, wm_x = np.zeros((0, 2)), np.zeros((0, 8))
+    else:
+        world_x = np.tile(np.eye(2), (n_b * cache.num_objects, 1))
+        wm_x = _world_features(cache, wrench, disp).reshape(-1, 8)
+    om_x = om_x.reshape(-1, 4)
+    return Graph(
+        mesh_x=_f32(mesh_x.reshape(-1, mesh_x.shape[-1])), object_x=_f32(object_x.reshape(-1, object_x.shape[-1])),
+        world_x=_f32(world_x), om_index=idx["om_index"], om_x=_f32(om_x), mo_index=idx["mo_index"],
+        mo_x=_f32(om_x * MO_SIGN), wm_index=idx["wm_index"], wm_x=_f32(wm_x), mw_index=idx["mw_index"],
+        mw_x=_f32(wm_x * MW_SIGN), face_senders=_i64(senders + shift), face_receivers=_i64(receivers + shift),
+        face_x=_f32(face_x), tool_nodes=idx["tool_nodes"], tool_graph=idx["tool_graph"], tool_om=idx["tool_om"],
+        tool_mw_force=idx["tool_mw_force"], tool_mw_torque=idx["tool_mw_torque"], num_graphs=n_b,
+    )

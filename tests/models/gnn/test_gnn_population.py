@@ -1,0 +1,118 @@
+"""The planner's fast path: one batched graph of a population from the scene's cached static structures
+(:mod:`contactkit.models.gnn.population`) and the split first layer of the edge MLPs. Oracle: the general
+per-window constructor (:func:`build_graphs`) and the concatenating first layer, on random tool states in and
+above a slot (free space and contact)."""
+
+from dataclasses import fields
+
+import numpy as np
+import pytest
+import torch
+
+from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
+from contactkit.models.gnn import population as population_module
+from contactkit.models.gnn.contact_model import GnnContactModel
+from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant
+from contactkit.models.gnn.kinematics import StepSpec
+from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig, split_first_layer
+from contactkit.rotations import rotvec_to_quat
+from contactkit.state import BodyState
+from contactkit.tasks.scenes import peg_in_hole
+
+STEP = StepSpec(0.05)
+OUT_RTOL = 1e-6
+"""Predictions of the two paths agree to this fraction of their largest magnitude (float32 rounding only)."""
+
+
+def _model(variant: ModelVariant, scene) -> GnnContactModel:
+    cfg = ModelConfig(GraphConfig(variant, 3, 0.01, ActionMode.WRENCH), latent_dim=16, hidden_dim=16,
+                      mlp_layers=2, message_passing_steps=3)
+    model = GnnContactModel(EncodeProcessDecode(cfg, generator=torch.Generator().manual_seed(1)), scene, STEP)
+    windows, wrench = _windows(scene, np.random.default_rng(9), 16)  # feature statistics of this scene's graphs
+    graph = model.input_graph(windows, wrench, fast=False)
+    gen = torch.Generator().manual_seed(2)
+    model.model.update_normalizers(graph, 1e-4 * torch.randn(graph.tool_nodes.shape[0], 3, generator=gen),
+                                   torch.randn(16, 6, generator=gen))
+    return model
+
+
+def _windows(scene, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` windows (n, 3, 13) from deep in the slot to 4 cm above it, tilted a little, and wrenches (n, 6)."""
+    base = scene.target_pos + np.stack([rng.normal(0, 2e-3, n), rng.normal(0, 2e-3, n),
+                                        np.linspace(0.0, 0.06, n)], axis=1)
+    pos = base[:, None] + rng.normal(0, 3e-4, (n, 3, 3))
+    quat = rotvec_to_quat(rng.normal(0, 0.03, (n, 1, 3)) + rng.normal(0, 2e-3, (n, 3, 3)))
+    windows = np.concatenate([pos, quat, rng.normal(0, 0.05, (n, 3, 6))], axis=-1)
+    return windows, rng.normal(0, 2.0, (n, 6))
+
+
+def _assert_same_graph(a: Graph, b: Graph) -> None:
+    assert a.num_graphs == b.num_graphs
+    for f in fields(Graph):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, int):
+            continue
+        assert x.shape == y.shape, f.name
+        if x.dtype == torch.int64:
+            assert torch.equal(x, y), f"{f.name}: edges differ"
+        else:
+            torch.testing.assert_close(x, y, rtol=1e-6, atol=1e-9, msg=f.name)
+
+
+@pytest.mark.parametrize("variant", list(ModelVariant))
+@pytest.mark.parametrize("shape", ["triangle", "hexagon"])
+def test_population_graph_equals_the_per_window_graphs(variant, shape):
+    """Same edges in the same order (so identical as sets), same features and predictions, in and out of contact."""
+    scene = peg_in_hole(shape, 5e-3)
+    model = _model(variant, scene)
+    windows, wrench = _windows(scene, np.random.default_rng(0), 24)
+    fast, slow = model.input_graph(windows, wrench), model.input_graph(windows, wrench, fast=False)
+    _assert_same_graph(fast, slow)
+    per_graph = torch.bincount(slow.face_senders[:, 0] // model.population.num_mesh, minlength=24)
+    assert (per_graph > 0).sum() >= 6 and (per_graph == 0).sum() >= 3  # contact and free space both covered
+    (a_fast, w_fast), (a_slow, w_slow) = model.model.predict(fast), model.model.predict(slow)
+    for x, y in ((a_fast, a_slow), (w_fast, w_slow)):
+        assert torch.allclose(x, y, rtol=0, atol=OUT_RTOL * float(y.abs().max()))
+
+
+def test_large_meshes_take_the_general_broad_phase(monkeypatch):
+    """Above BRUTE_FORCE_PAIRS face pairs the fast path hands the face edges to the k-d tree constructor."""
+    scene = peg_in_hole("square", 5e-3)
+    model = _model(ModelVariant.ACT_FIGNET, scene)
+    windows, wrench = _windows(scene, np.random.default_rng(1), 8)
+    slow = model.input_graph(windows, wrench, fast=False)
+    monkeypatch.setattr(population_module, "BRUTE_FORCE_PAIRS", 0)
+    _assert_same_graph(model.input_graph(windows, wrench), slow)
+
+
+def test_steps_use_the_fast_path_and_refuse_bad_quaternions():
+    scene = peg_in_hole("square", 5e-3)
+    model = _model(ModelVariant.ACT_FIGNET, scene)
+    windows, wrench = _windows(scene, np.random.default_rng(2), 4)
+    state, reading = model.step(BodyState.from_array(windows), wrench)
+    assert state.pos.shape == (4, 3) and np.all(np.isfinite(reading))
+    bad = windows.copy()
+    bad[1, 2, 3:7] *= 1.01
+    with pytest.raises(InvalidInputError, match="unit norm"):
+        model.input_graph(bad, wrench)
+    with pytest.raises(InvalidInputError, match="shape"):
+        model.input_graph(windows[:, :2], wrench)
+
+
+def test_split_first_layer_equals_the_concatenation():
+    """Value and gradients of the split first layer equal those of Linear(cat([edge, gathered nodes...]))."""
+    gen = torch.Generator().manual_seed(0)
+    lin = torch.nn.Linear(4 + 6 * 5 + 3, 7)
+    edge = torch.randn(40, 4, generator=gen, requires_grad=True)
+    mesh = torch.randn(9, 5, generator=gen, requires_grad=True)
+    other = torch.randn(3, 3, generator=gen, requires_grad=True)
+    ids = torch.randint(0, 9, (40, 6), generator=gen)
+    ids_other = torch.randint(0, 3, (40, 1), generator=gen)
+    split = split_first_layer(lin, edge, [(mesh, ids), (other, ids_other)])
+    ref = lin(torch.cat([edge, *(mesh[ids[:, k]] for k in range(6)), other[ids_other[:, 0]]], dim=-1))
+    torch.testing.assert_close(split, ref, rtol=1e-5, atol=1e-6)
+    g_split = torch.autograd.grad(split.square().sum(), (edge, mesh, other, lin.weight))
+    g_ref = torch.autograd.grad(ref.square().sum(), (edge, mesh, other, lin.weight))
+    for a, b in zip(g_split, g_ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
