@@ -67,3 +67,32 @@ def test_a_model_world_the_models_cannot_represent_is_a_clear_error(tmp_path):
     assert result.exit_code != 0
     assert "does not model command_latency_substeps" in result.output
     assert "Traceback" not in result.output
+
+
+def test_mpc_insertion_plans_with_the_model_world_and_acts_in_the_world(tmp_path, monkeypatch):
+    """The environment gets ``world``, the planning models ``model_world`` (plan with nominal, act in my lab)."""
+    from contactkit.eval import exp_mpc_insertion as exp
+    from contactkit.tasks import peg_env
+
+    seen = {"env": [], "model": []}
+    env_init, build = peg_env.PegInsertionEnv.__init__, exp.build_models
+
+    def spy_env(self, config, params=None, *args, **kwargs):
+        seen["env"].append(params)
+        env_init(self, config, params, *args, **kwargs)
+
+    def spy_build(scene, params, *args, **kwargs):
+        seen["model"].append(params)
+        return build(scene, params, *args, **kwargs)
+
+    monkeypatch.setattr(exp.PegInsertionEnv, "__init__", spy_env)
+    monkeypatch.setattr(exp, "build_models", spy_build)
+    path = tmp_path / "lab.json"
+    _lab_world(path)
+    budget = exp.InsertionBudget(("square",), episodes_per_pairing=1, max_steps=3, horizon=4, population=4,
+                                 iterations=1, replan_every=3)
+    result = exp.run(quick=True, budget=budget, models=("ground-truth",), world=str(path), model_world="nominal")
+    assert seen["env"] == [load_world(str(path))] and seen["model"] == [load_world("nominal")]
+    assert result["setup"]["truth_world"] == str(path) and result["setup"]["model_world"] == "nominal"
+    default = exp.run(quick=True, budget=budget, models=("ground-truth",))
+    assert default["setup"]["truth_world"] == default["setup"]["model_world"] == "nominal"
