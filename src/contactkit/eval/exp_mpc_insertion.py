@@ -319,7 +319,8 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
     missing: list[dict] = []
     names: tuple[str, ...] | None = None
     for pairing in budget.pairings:
-        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params)
+        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
+                              observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
         models, gone = build_models(env.scene, model_params,
