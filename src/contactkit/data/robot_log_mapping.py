@@ -74,7 +74,8 @@ class FtSampling(str, enum.Enum):
     """How the F/T reading of a control step is taken from the logged readings."""
 
     MEAN = "mean"
-    """The mean over the step of the readings interpolated linearly (the synchronising filter of Fig. 6)."""
+    """The mean over the step of the readings interpolated linearly (a synchronising filter, as in the Act-FIGNet
+    paper Fig. 6)."""
     END = "end"
     """The reading interpolated at the end of the step."""
 

@@ -7,7 +7,7 @@ for all sources (so a bag and the equivalent CSV give the same arrays):
 1. pose of the logged body (or forward kinematics of the joints) → tool pose in the world:
    ``p = R_b p_log + t_b + R(q_w) t_tool``, ``q = q_b ⊗ q_log ⊗ q_tool`` (``frames.base``, ``frames.tool``);
 2. a control grid ``g_k = g_0 + k Δ`` (``Δ = 1 / control_rate``, rounded to ns) over the span every stream
-   covers (the paper's Fig. 6: the robot loop and the logger run at other rates than the control target);
+   covers (Act-FIGNet paper Fig. 6: the robot loop and the logger run at other rates than the control target);
 3. states at ``g_k``: positions and logged velocities interpolated linearly, orientations by slerp; without a
    logged twist, velocities are finite differences of the resampled poses;
 4. step k's F/T reading ``wrench[k]``: the mean over ``[g_k, g_{k+1}]`` of the linearly interpolated readings
