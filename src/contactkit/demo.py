@@ -38,6 +38,7 @@ from contactkit.physics import load_world
 from contactkit.report.html import write_report
 from contactkit.report.phrases import height_phrase, signed_phrase
 from contactkit.report.plots import plot_episode
+from contactkit.report.render import RenderConfig, RenderError, episode_frames, write_video
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 from contactkit.tasks.scenes import peg_in_hole
@@ -112,6 +113,22 @@ def spiral_trial(scene: Scene, rng: np.random.Generator, steps: int = SPIRAL_STE
                      "tip_height_mm": float(height[-1]) * 1e3, "inserted": bool(height[-1] < SUCCESS_DISTANCE_M)}
 
 
+ROLLOUT_VIDEO = RenderConfig(width=320, height=240, stride=4)
+"""The rendered insertions of the demo page: 61 frames of 320 x 240 per 240-step trial, real time (5 frames/s)."""
+
+
+def _render_rollout(scene: Scene, episode: Episode, out: Path, name: str, log: Callable[[str], None]) -> str | None:
+    """GIF of an insertion (MuJoCo off-screen); None, logged, where this machine has no off-screen OpenGL."""
+    try:
+        frames = episode_frames(scene, episode, ROLLOUT_VIDEO, title=name)
+    except RenderError as exc:
+        log(f"rendered rollout of {name} skipped: {exc}")
+        return None
+    video = f"spiral_{name}.gif"
+    write_video(frames, out / video, fps=1.0 / (float(episode.time[1] - episode.time[0]) * ROLLOUT_VIDEO.stride))
+    return video
+
+
 def _insert(out: Path, seed: int, log: Callable[[str], None]) -> list[dict]:
     rows = []
     for shape, slot_shape in INSERTION_CASES:
@@ -121,7 +138,8 @@ def _insert(out: Path, seed: int, log: Callable[[str], None]) -> list[dict]:
         fig = f"spiral_{name}.png"
         plot_episode(episode, out / fig, title=f"spiral insertion: {name}, 1 mm clearance, "
                      f"started {np.hypot(*row['offset_mm']):.1f} mm off the hole")
-        rows.append({"tool": shape, "slot": slot_shape or shape, **row, "figure": fig})
+        video = _render_rollout(scene, episode, out, name, log)
+        rows.append({"tool": shape, "slot": slot_shape or shape, **row, "figure": fig, "video": video})
         log(f"spiral insertion {name}: started {np.hypot(*row['offset_mm']):.1f} mm off the hole, "
             f"{_search_words(row)}; tip {height_phrase(row['tip_height_mm'] * 1e-3, SLOT_FLOOR)}")
     return rows
@@ -285,7 +303,7 @@ def run_demo(out: str | Path = "out/demo", seed: int = 0, log: Callable[[str], N
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     footer = ("Wall-clock times of this run (they vary with the machine and its load; every other number on this "
               "page depends only on the seed): " + ", ".join(f"{k} {v:.0f} s" for k, v in wall.items()) + ".")
-    write_report(out, "contactkit demo", _sections(summary), footer=footer)
+    write_report(out, "contactkit demo", report_sections(summary), footer=footer)
     log(f"report: {out / 'index.html'} ({wall['total']:.0f} s)")
     return summary
 
@@ -315,7 +333,7 @@ def _pillar_words(theta_gt_mm: list[float]) -> str:
             f"{signed_phrase(h, 'mm', 'taller', 'shorter')} than nominal")
 
 
-def _sections(summary: dict) -> list[dict]:
+def report_sections(summary: dict) -> list[dict]:
     """The report's sections (see :func:`contactkit.report.html.write_report`) from the demo's summary."""
     touch, learn, insert, estimate = (summary[k] for k in ("touch", "learn", "insertion", "estimate"))
     return [
@@ -345,9 +363,11 @@ def _sections(summary: dict) -> list[dict]:
             f"hole is {SPIRAL_OFFSET_M[0] * 1e3:.0f}-{SPIRAL_OFFSET_M[1] * 1e3:.0f} mm (drawn at random) from where "
             "it is, descends there until it touches, then spirals outward while pressing down. Search time: "
             "from the first touch until the tip is within "
-            f"{SUCCESS_DISTANCE_M * 1e3:.0f} mm of the slot floor (the success criterion).",
+            f"{SUCCESS_DISTANCE_M * 1e3:.0f} mm of the slot floor (the success criterion). The animations are "
+            "the trials rendered by MuJoCo (`contactkit render`): F/T force arrow red, torque blue, contact points "
+            "green.",
             "rows": _insert_table(insert),
-            "figures": [r["figure"] for r in insert],
+            "figures": [r["video"] for r in insert if r.get("video")] + [r["figure"] for r in insert],
         },
         {
             "title": "4. Estimate: where is the pillar? Geometry from F/T",

@@ -24,7 +24,7 @@ def _paper_of(result: dict) -> dict | None:
 
 def _demo_sections(demo_dir: Path) -> list[dict]:
     """The demo page's sections (``make demo``'s ``summary.json``), figures resolved in ``demo_dir``."""
-    from contactkit.demo import _sections as report_sections
+    from contactkit.demo import report_sections
     from contactkit.eval.results import read_result
 
     sections = report_sections(read_result(demo_dir / "summary.json"))

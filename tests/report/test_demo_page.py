@@ -1,0 +1,68 @@
+"""The demo page (``make demo``) shows a rendered insertion: the GIF is written, referenced and embedded, and loads in
+a browser; the page is made by the same code as ``contactkit report``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from contactkit import demo
+from contactkit.report.html import write_report
+from contactkit.report.render import RenderError, gl_context
+from contactkit.tasks.scenes import peg_in_hole
+
+SHORT_TRIAL = 24
+"""Control steps of the test's spiral trial (the demo's are 240): enough frames for an animation."""
+
+
+def _png(path):
+    Image.fromarray(np.full((20, 30, 3), 200, dtype=np.uint8)).save(path)
+    return path.name
+
+
+def _summary(out, row: dict) -> dict:
+    return {"touch": {"episodes": 1, "steps": SHORT_TRIAL, "dataset": "x"},
+            "learn": {"train_steps": 1, "horizon": 1, "rows": [], "figures": [_png(out / "predict.png")]},
+            "insertion": [row],
+            "estimate": {"theta_gt_mm": [1.0, -2.0, 0.5], "rows": [], "figures": [_png(out / "placement.png")]},
+            "wall_s": {}}
+
+
+def test_demo_page_embeds_a_rendered_insertion(tmp_path, chromium_check):
+    try:
+        gl_context(8, 8)[0].free()
+    except RenderError:
+        pytest.skip("no off-screen OpenGL here: apt install libegl1 or libosmesa6")
+    scene = peg_in_hole("square", 1e-3)
+    episode, row = demo.spiral_trial(scene, np.random.default_rng(0), steps=SHORT_TRIAL)
+    logged = []
+    video = demo._render_rollout(scene, episode, tmp_path, "square-in-square", logged.append)
+    assert video == "spiral_square-in-square.gif" and logged == []
+    with Image.open(tmp_path / video) as im:
+        assert im.n_frames == len(range(0, SHORT_TRIAL + 1, demo.ROLLOUT_VIDEO.stride))
+    _png(tmp_path / "touch_episode0.png")
+    row = {"tool": "square", "slot": "square", **row, "figure": _png(tmp_path / "spiral_square-in-square.png"),
+           "video": video}
+    sections = demo.report_sections(_summary(tmp_path, row))
+    insert = next(s for s in sections if s["title"].startswith("3. Insert"))
+    assert insert["figures"][0] == video
+    page = write_report(tmp_path, "contactkit demo", sections)
+    text = page.read_text(encoding="utf-8")
+    assert f"alt='{video}'" in text and "src='data:image/gif;base64," in text
+    check = chromium_check(page)
+    assert video in [i["alt"] for i in check["images"]]
+    assert all(i["ok"] for i in check["images"]) and check["overflowing"] == []
+
+
+def test_no_gl_means_no_video_and_a_logged_reason(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RenderError("no off-screen OpenGL context (test)")
+
+    monkeypatch.setattr(demo, "episode_frames", refuse)
+    scene = peg_in_hole("square", 1e-3)
+    episode, _ = demo.spiral_trial(scene, np.random.default_rng(0), steps=4)
+    logged = []
+    assert demo._render_rollout(scene, episode, tmp_path, "x", logged.append) is None
+    assert len(logged) == 1 and "no off-screen OpenGL" in logged[0]
+    assert not list(tmp_path.glob("*.gif"))
