@@ -148,3 +148,29 @@ def files_dir(tmp_path):
     dst = tmp_path / "files"
     shutil.copytree(src, dst)
     return dst
+
+
+def test_wrench_commands_train_a_wrench_model(logs, tmp_path):
+    """A CSV with commanded wrenches (command_wrench) imports as wrench data and trains with --action-mode wrench."""
+    root, _ = logs
+    t, pose, ft, _ = _motion(40, seed=3)
+    command = np.random.default_rng(4).normal(scale=2.0, size=(40, 6))
+    cols = ["t", "x", "y", "z", "qw", "qx", "qy", "qz", "fx", "fy", "fz", "tx", "ty", "tz",
+            "cfx", "cfy", "cfz", "ctx", "cty", "ctz"]
+    rows = np.hstack([t[:, None] * 1e-9, pose, ft, command])
+    (tmp_path / "w.csv").write_text(",".join(cols) + "\n" + "\n".join(",".join(map(repr, r)) for r in rows.tolist()))
+    (tmp_path / "m.json").write_text(json.dumps({"control_rate": 25, "streams": {
+        "pose": {"columns": {"position": cols[1:4], "quaternion": cols[4:8]}},
+        "wrench": {"columns": {"force": cols[8:11], "torque": cols[11:14]}},
+        "command_wrench": {"columns": {"force": cols[14:17], "torque": cols[17:20]}}}}))
+    out = tmp_path / "w.h5"
+    for _ in range(2):
+        r = runner.invoke(app, ["import", "csv", str(tmp_path / "w.csv"), "--mapping", str(tmp_path / "m.json"),
+                                "--out", str(out), "--scene", str(root / "scene.json")])
+        assert r.exit_code == 0 and "commanded wrenches" in r.output, r.output
+    r = runner.invoke(app, ["train", "--data", str(out), "--out", str(tmp_path / "run"), "--steps", "1",
+                            "--action-mode", "wrench"])
+    assert r.exit_code == 0, r.output
+    assert load_checkpoint(tmp_path / "run" / "last.safetensors").model_config.graph.action_mode is ActionMode.WRENCH
+    r = runner.invoke(app, ["train", "--data", str(out), "--out", str(tmp_path / "p"), "--action-mode", "pose-delta"])
+    assert r.exit_code == 2 and "needs pose-delta commands" in " ".join(r.output.split()), r.output
