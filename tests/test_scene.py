@@ -53,8 +53,10 @@ def test_bad_inertia_and_quaternion_are_refused():
 
 
 def test_unknown_shape_is_a_clear_error():
-    with pytest.raises(InvalidInputError, match="octagon"):
-        peg_in_hole("octagon")
+    with pytest.raises(InvalidInputError, match="oval"):
+        peg_in_hole("oval")
+    with pytest.raises(InvalidInputError, match="2-gon"):
+        peg_in_hole("2-gon")
 
 
 def test_truncated_scene_json_names_the_missing_key():

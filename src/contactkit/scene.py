@@ -18,6 +18,8 @@ from contactkit.geometry.part import Part
 from contactkit.model import ActionMode
 
 SCENE_SCHEMA_VERSION = 1
+MAX_SCENE_FILE_BYTES = 256 * 2**20
+"""Largest scene file :func:`load_scene` reads [bytes] (a scene with fine meshes is a few MB); bounds memory."""
 
 CONTROLLER_FORCE_REACH = math.sqrt(3.0)
 """The impedance controller's force (torque) can reach √3 times its limit in norm: MuJoCo clamps each of the
@@ -401,6 +403,31 @@ class Scene:
             return Scene.from_dict(json.loads(text))
         except (json.JSONDecodeError, RecursionError) as exc:
             raise InvalidInputError(f"scene JSON is malformed: {exc}") from None
+
+
+def load_scene(path) -> Scene:
+    """The :class:`Scene` in the JSON file ``path`` (written by :meth:`Scene.to_json` or ``contactkit scene``).
+
+    Raises:
+        InvalidInputError: naming the file: missing, unreadable, larger than :data:`MAX_SCENE_FILE_BYTES`, not UTF-8
+            JSON, or not a valid scene description (what is wrong, as :meth:`Scene.from_dict` says).
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_SCENE_FILE_BYTES:
+            raise InvalidInputError(f"scene file '{path}': {size} bytes, more than {MAX_SCENE_FILE_BYTES} accepted")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"scene file '{path}': cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"scene file '{path}': not UTF-8 JSON text (byte {exc.start})") from None
+    try:
+        return Scene.from_json(text)
+    except ContactkitError as exc:
+        raise InvalidInputError(f"scene file '{path}': {exc}") from None
 
 
 def _command_limits(d) -> CommandLimits | None:

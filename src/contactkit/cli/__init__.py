@@ -9,6 +9,7 @@ from contactkit.cli import (  # noqa: F401  (registers the commands)
     learn,
     measure,
     pushing,
+    scene,
     visual,
 )
 from contactkit.cli._app import app

@@ -38,15 +38,27 @@ def collect(
     ] = "mujoco",
     diameter: Annotated[float | None, typer.Option(help="bolting: bolt diameter [m] of a Table II pair")] = None,
     pitch: Annotated[float | None, typer.Option(help="bolting: thread pitch [m] of a Table II pair")] = None,
+    scene: Annotated[Path | None, typer.Option(
+        help="a Scene JSON file (contactkit scene) to collect on instead of the built-in peg-in-hole scene "
+             "(then --shape, --clearance and --slot-shape are not taken)")] = None,
 ) -> None:
     """Collect trajectories (state, action, F/T) into an HDF5 dataset."""
     from contactkit.data.collect import CollectSpec
     from contactkit.data.collect import collect as run_collect
     from contactkit.geometry.decompose import DEFAULT_CACHE_DIR
     from contactkit.physics import load_world
+    from contactkit.scene import load_scene
 
     try:
         check_outputs((out, "--out", False))
+        fixed_scene = None
+        if scene is not None:
+            given = [o for o, v, d in (("--shape", shape, "hexagon"), ("--clearance", clearance, 1e-3),
+                                       ("--slot-shape", slot_shape, None)) if v != d]
+            if task != "peg-in-hole" or given:
+                raise InvalidInputError(f"--scene {scene} replaces the peg-in-hole scene: it takes no "
+                                        f"{given or ['--task ' + task]}")
+            fixed_scene = load_scene(scene)
         spec = CollectSpec(
             task=task,
             shape=shape,
@@ -61,6 +73,7 @@ def collect(
             diameter=diameter,
             pitch=pitch,
             coacd_cache=str(DEFAULT_CACHE_DIR.expanduser()),
+            fixed_scene=fixed_scene,
         )
         bar = progress()
         job = bar.add_task(f"collect {task}/{policy}", total=episodes)

@@ -54,6 +54,8 @@ class CollectSpec:
         start_tilt: std of the random start tilt about x and y [rad]; None: as ``start_xy``.
         diameter, pitch: the bolting pair [m] (None: M48×5; else a Table II pair).
         coacd_cache: folder of CoACD's disk cache for the nut's (and a MuJoCo bolt's) convex pieces; None: none.
+        fixed_scene: a scene to collect on instead of the task's built-in one (e.g. ``contactkit scene``'s file,
+            :func:`contactkit.scene.load_scene`); only with ``task="peg-in-hole"``, whose random start it keeps.
     """
 
     task: str = "peg-in-hole"
@@ -71,6 +73,7 @@ class CollectSpec:
     diameter: float | None = None
     pitch: float | None = None
     coacd_cache: str | None = None
+    fixed_scene: Scene | None = None
 
     def __post_init__(self):
         for name, default in DEFAULT_START.items():
@@ -87,6 +90,9 @@ class CollectSpec:
                                     f"(got diameter={self.diameter!r}, pitch={self.pitch!r})")
         if self.seed < 0:
             raise InvalidInputError(f"seed must be >= 0, got {self.seed}")
+        if self.fixed_scene is not None and (self.task != "peg-in-hole" or not isinstance(self.fixed_scene, Scene)):
+            raise InvalidInputError(f"a given scene replaces the peg-in-hole task's scene; got task {self.task!r} "
+                                    f"and a {type(self.fixed_scene).__name__}")
         make_policy(self.policy, self.steps)  # validates the name
 
     def scene(self, rng: np.random.Generator | None = None) -> Scene:
@@ -99,6 +105,8 @@ class CollectSpec:
                 return tight_peg_scene()
             pieces = BoltPieces.COACD if self.backend == "mujoco" else BoltPieces.EXACT
             return bolting_scene(self.diameter, self.pitch, bolt_pieces=pieces, cache_dir=self.coacd_cache)
+        if self.fixed_scene is not None:
+            return self.fixed_scene
         if self.task == "random-scene":
             if rng is None:
                 raise InvalidInputError("random-scene needs a generator")

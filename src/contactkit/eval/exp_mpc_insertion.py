@@ -182,12 +182,13 @@ def narrowing(options: dict) -> list[str]:
     """Which of the harness ``options`` cut this run (or pf-tracking's) below its unrestricted default, one
     reason each (:func:`contactkit.eval.harness.run_measurement` stores only runs with none).
 
-    ``episodes`` and ``pairings`` always narrow. ``models`` narrows when it leaves out a model that the run
-    would otherwise plan with: every model when ``checkpoint`` is given, else every model but those of
-    :data:`CHECKPOINT_MODELS` (a stored result may only use a committed checkpoint, and none is looked up by
-    default). ``checkpoint`` adds a model: never a narrowing.
+    ``episodes``, ``pairings`` and ``scene`` (not the paper's scenes) always narrow. ``models`` narrows when it
+    leaves out a model that the run would otherwise plan with: every model when ``checkpoint`` is given, else
+    every model but those of :data:`CHECKPOINT_MODELS` (a stored result may only use a committed checkpoint, and
+    none is looked up by default). ``checkpoint`` adds a model: never a narrowing.
     """
-    reasons = [f"--{name} {options[name]}" for name in ("episodes", "pairings") if options.get(name) is not None]
+    reasons = [f"--{name} {options[name]}" for name in ("episodes", "pairings", "scene")
+               if options.get(name) is not None]
     if options.get("models") is not None:
         default = set(MODEL_FACTORIES) - (set() if options.get("checkpoint") else CHECKPOINT_MODELS)
         left_out = sorted(default - set(options["models"]))
@@ -234,10 +235,15 @@ class EpisodeRecord:
     replan_s: tuple[float, ...]
 
 
+SCENE_PAIRING = "scene"
+"""The pairing label of a run on a given scene (``--scene FILE``); its streams follow those of the built-in ones."""
+
+
 def pairing_index(pairing: str) -> int:
-    """Position of ``pairing`` in :data:`INSERTION_PAIRINGS`: it keys the pairing's planner stream and episode
-    starts, so a run of some pairings plans from the same starts with the same stream as the full run."""
-    return list(INSERTION_PAIRINGS).index(pairing)
+    """Position of ``pairing`` in :data:`INSERTION_PAIRINGS` (:data:`SCENE_PAIRING` after them): it keys the
+    pairing's planner stream and episode starts, so a run of some pairings plans from the same starts with the same
+    stream as the full run."""
+    return len(INSERTION_PAIRINGS) if pairing == SCENE_PAIRING else list(INSERTION_PAIRINGS).index(pairing)
 
 
 def episode_seed(seed: int, pairing: str, episode: int) -> int:
@@ -303,11 +309,13 @@ def _summary(records: list[EpisodeRecord], wall_s: float) -> dict:
 
 
 def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: WorldParams | None = None,
-             model_params: WorldParams | None = None) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
+             model_params: WorldParams | None = None, scene: Scene | None = None
+             ) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
     """Run every available model on every pairing; returns (records per model, wall seconds, missing).
 
     The environment runs in ``params`` (default :class:`WorldParams` ``()``, the nominal world), the planning
-    models assume ``model_params`` (default: ``params``).
+    models assume ``model_params`` (default: ``params``). With ``scene`` (a peg-in-hole scene, e.g. from
+    ``contactkit scene``) the episodes run on it alone, as the pairing :data:`SCENE_PAIRING`.
 
     Which models run is decided once, on the first pairing (a checkpoint that appears during the run does
     not join it halfway); a model that then cannot be built for a later pairing is an error.
@@ -318,8 +326,9 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
     wall: dict[str, float] = {}
     missing: list[dict] = []
     names: tuple[str, ...] | None = None
-    for pairing in budget.pairings:
-        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
+    for pairing in (SCENE_PAIRING,) if scene is not None else budget.pairings:
+        config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
+        env = PegInsertionEnv(config, params, scene=scene,
                               observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
@@ -366,7 +375,8 @@ def _restricted(budget: InsertionBudget, episodes: int | None, pairings: tuple[s
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: InsertionBudget | None = None, checkpoint: str | Path | None = None,
         models: tuple[str, ...] | None = None, episodes: int | None = None,
-        pairings: tuple[str, ...] | None = None, world: str | None = None, model_world: str | None = None) -> dict:
+        pairings: tuple[str, ...] | None = None, world: str | None = None, model_world: str | None = None,
+        scene: str | Path | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` names the Act-FIGNet
@@ -376,7 +386,15 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     agent and episode starts: the result is then ``"partial"`` (the harness does not store it as the full run).
     ``world`` (the environment, reality) and ``model_world`` (what the planning models assume): preset names or
     WorldParams JSON paths, both ``nominal`` by default (:func:`contactkit.eval.worlds.world_pair`).
+    ``scene``: a Scene JSON file (``contactkit scene``) to run on instead of the five pairings (then no ``pairings``).
     """
+    given_scene = None
+    if scene is not None:
+        from contactkit.scene import load_scene
+
+        if pairings is not None:
+            raise InvalidInputError("mpc-insertion runs on --scene or on --pairings, not both")
+        given_scene = load_scene(scene)
     worlds = world_pair(world, model_world, "mpc-insertion", default_world=STORED_MODEL_WORLD)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     if checkpoint is not None:
@@ -384,15 +402,19 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     if models is not None:
         budget = replace(budget, models=known_models(models))
     budget = _restricted(budget, episodes, pairings)
-    records, wall, missing = evaluate(budget, seed, device, worlds.truth, worlds.model)
+    if given_scene is not None:
+        budget = replace(budget, pairings=(SCENE_PAIRING,))
+    records, wall, missing = evaluate(budget, seed, device, worlds.truth, worlds.model, given_scene)
     result = {
-        "partial": episodes is not None or pairings is not None,
+        "partial": episodes is not None or pairings is not None or scene is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
         "checkpoint": str(act_fignet_checkpoint(budget)) if "act-fignet" in records else None,
         "missing": missing,
         "budget": asdict(budget),
         "planning_engine": {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(PLANNING_ENGINE).items()},
-        "task": {"clearance_m": PegEnvConfig().clearance, "success_radius_m": SUCCESS_RADIUS_M,
+        "task": {"clearance_m": PegEnvConfig().clearance if given_scene is None else given_scene.meta.get("clearance"),
+                 "scene": None if given_scene is None else {"file": str(scene), "name": given_scene.name},
+                 "success_radius_m": SUCCESS_RADIUS_M,
                  "control_dt_s": worlds.truth.control_dt},
         "setup": worlds.setup(),
     }

@@ -9,13 +9,27 @@ from __future__ import annotations
 import numpy as np
 
 from contactkit.errors import InvalidInputError
-from contactkit.geometry import Shape, box, mass_properties, matching_slot, parse_shape, peg
+from contactkit.geometry import (
+    DEFAULT_CHAMFER_ANGLE,
+    Part,
+    Shape,
+    box,
+    mass_properties,
+    matching_slot,
+    parse_shape,
+    peg,
+)
+from contactkit.geometry.holes import probe_hole
+from contactkit.geometry.part import ConvexPiece
 from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
 
 TABLE_SIZE = (0.5, 0.5, 0.02)
 """Full extents of the table box [m]; its top face is z = 0."""
 TRAINING_SHAPES = (Shape.TRIANGLE, Shape.SQUARE, Shape.HEXAGON)
 """Tool shapes of the Act-FIGNet paper's training scenes (§IV-A); the circle is held out."""
+MESH_WORKSPACE_MARGIN = 0.02
+"""Room [m] the workspace of a scene from meshes leaves around the slot's footprint (at least ±8 cm, as
+:func:`peg_in_hole`'s)."""
 
 
 def table(friction: float = 0.5) -> StaticBody:
@@ -53,14 +67,21 @@ def peg_in_hole(
     start_height: float = 0.01,
     circle_segments: int = 32,
     controller: ImpedanceGains | None = None,
+    chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
+    slot_chamfer: float = 0.0,
+    slot_chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
 ) -> Scene:
     """A peg above a matching slot on the table.
 
     Args:
-        shape: peg cross-section; ``slot_shape`` defaults to it (Act-FIGNet paper's unseen pairing: circle in square).
+        shape: peg cross-section: a named shape, ``"circle"`` or any regular polygon as ``"<n>-gon"``
+            (:func:`contactkit.geometry.section`); ``slot_shape`` defaults to it (Act-FIGNet paper's unseen pairing:
+            circle in square).
         clearance: radial clearance [m] (see :func:`contactkit.geometry.slot.slot`).
         size: peg apothem (radius for a circle) [m]; 0.01 gives a 20 mm peg.
-        length: peg length [m]. depth: hole depth [m]. chamfer: tip bevel [m].
+        length: peg length [m]. depth: hole depth [m].
+        chamfer, chamfer_angle: the peg tip's bevel: axial length [m] and angle from the axis [rad] (default 45°).
+        slot_chamfer, slot_chamfer_angle: the hole's entry chamfer, likewise (0: none).
         tool_mass: [kg]. friction: sliding friction of every surface.
         start_height: gap between the peg tip and the slot's top face at the start [m].
         circle_segments: polygon sides of a circular peg.
@@ -69,8 +90,9 @@ def peg_in_hole(
     Returns:
         Scene whose ``target_pos`` is the hole's bottom centre (where the peg tip ends when inserted).
     """
-    tool_part = peg(shape, size, length, chamfer=chamfer, circle_segments=circle_segments)
-    slot_part = matching_slot(tool_part, clearance, depth, slot_shape=slot_shape)
+    tool_part = peg(shape, size, length, chamfer=chamfer, chamfer_angle=chamfer_angle, circle_segments=circle_segments)
+    slot_part = matching_slot(tool_part, clearance, depth, slot_shape=slot_shape, chamfer=slot_chamfer,
+                              chamfer_angle=slot_chamfer_angle)
     floor = slot_part.meta["floor"]
     slot_body = StaticBody(slot_part, pos=(0.0, 0.0, floor), friction=friction)
     target = np.array([0.0, 0.0, floor])
@@ -144,4 +166,78 @@ def random_training_scene(
         workspace_hi=(0.1, 0.1, 0.15),
         target_pos=(0.0, 0.0, 0.0),
         meta={"task": "random-scene", "shape": shape.value, "n_obstacles": len(placed)},
+    )
+
+
+def tip_frame(part: Part) -> Part:
+    """``part`` moved so that its frame is the tool frame of a peg: origin at the lowest point of the part on the
+    vertical line through its centre of mass (uniform density), axis +z (the part is not turned).
+
+    Returns:
+        The translated :class:`Part` (vertices and pieces [m]); ``meta["tip_offset"]`` holds the ``(3,)`` shift
+        applied [m].
+    """
+    com = mass_properties(part, mass=1.0).com
+    shift = -np.array([com[0], com[1], float(part.vertices[:, 2].min())])
+    pieces = tuple(ConvexPiece(p.vertices + shift, p.faces) for p in part.pieces)
+    return Part(part.name, part.vertices + shift, part.faces, pieces, dict(part.meta) | {"tip_offset": shift.tolist()})
+
+
+def mesh_peg_in_hole(
+    tool_part: Part,
+    slot_part: Part,
+    *,
+    hole_xy=None,
+    tool_mass: float = 0.3,
+    friction: float = 0.5,
+    start_height: float = 0.01,
+    controller: ImpedanceGains | None = None,
+    name: str | None = None,
+) -> Scene:
+    """A peg-in-hole scene from any tool and slot parts (e.g. a user's meshes, :func:`contactkit.geometry.user_parts.
+    load_part`): the slot stands on the table with its hole's axis on the world z axis, the tool above it.
+
+    Args:
+        tool_part: the tool, with convex pieces; its frame is the tool frame (origin at the tip, +z towards the
+            wrist: :func:`tip_frame` moves a mesh there). The F/T sensor sits at ``(0, 0, top of the tool)``.
+        slot_part: the slot, with convex pieces, hole opening upwards (+z) in its frame.
+        hole_xy: ``(2,)`` x, y [m] of the hole's axis in the slot's frame; None: found
+            (:func:`contactkit.geometry.holes.probe_hole`).
+        tool_mass: [kg]. friction: sliding friction of every surface.
+        start_height: gap between the tool's tip and the slot's top face at the start [m].
+        controller: impedance gains; default :class:`ImpedanceGains`.
+        name: scene name; default ``"peg-in-hole(<tool> in <slot>)"``.
+
+    Returns:
+        Scene whose ``target_pos`` is the hole's floor on its axis (where the tip ends when inserted) and whose
+        ``meta`` holds what :class:`contactkit.tasks.reward.InsertionGoal` reads (``slot_top_z``, ``depth``,
+        ``hole_apothem``: the hole's inradius) and the hole's axis in the slot frame.
+
+    Raises:
+        GeometryError: no hole on the axis. InvalidInputError: a part without convex pieces, a bad mass.
+    """
+    hole = probe_hole(slot_part, hole_xy)
+    low = float(slot_part.vertices[:, 2].min())
+    place = np.array([-hole.axis_xy[0], -hole.axis_xy[1], -low])
+    slot_body = StaticBody(slot_part, pos=place, friction=friction)
+    target = np.array([0.0, 0.0, hole.floor_z - low])
+    top = hole.top_z - low
+    tool = make_tool(tool_part, tool_mass, friction, target + [0.0, 0.0, hole.depth + start_height])
+    tool = Tool(tool.part, tool.mass, tool.com, tool.inertia, friction, tool.init_pos,
+                sensor_pos=(0.0, 0.0, float(tool_part.vertices[:, 2].max())))
+    footprint = float(np.abs(slot_part.vertices[:, :2] + place[:2]).max())
+    half = max(0.08, footprint + MESH_WORKSPACE_MARGIN)
+    height = top + start_height + float(np.ptp(tool_part.vertices[:, 2]))
+    meta = {"task": "peg-in-hole", "shape": tool_part.name, "slot_shape": slot_part.name, "depth": hole.depth,
+            "hole_apothem": hole.inradius, "slot_top_z": top, "hole_axis_xy": hole.axis_xy.tolist(),
+            "source": "meshes"}
+    return Scene(
+        name=name or f"peg-in-hole({tool_part.name} in {slot_part.name})",
+        tool=tool,
+        statics=(table(friction), slot_body),
+        controller=controller or ImpedanceGains(),
+        workspace_lo=(-half, -half, target[2]),
+        workspace_hi=(half, half, max(0.2, height + 0.05)),
+        target_pos=target,
+        meta=meta,
     )

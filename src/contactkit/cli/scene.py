@@ -1,0 +1,189 @@
+"""``contactkit scene``: write a Scene JSON file from a user's meshes or from parameters, and summarise one.
+
+The file is what ``--scene FILE`` of ``collect``, ``experiment`` and ``benchmark`` reads (docs/scenes.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contactkit.cli._app import app, check_outputs, console, fail
+from contactkit.errors import ContactkitError, InvalidInputError
+
+scene_app = typer.Typer(help="Write a Scene JSON file (for --scene) from your meshes or from parameters.",
+                        no_args_is_help=True)
+app.add_typer(scene_app, name="scene")
+
+OUT_HELP = "Scene JSON file to write"
+MASS_HELP = "tool mass [kg]"
+FRICTION_HELP = "sliding friction coefficient of every surface"
+START_HELP = "gap between the tool's tip and the slot's top face at the start [m]"
+
+
+def _write(scene, out: Path) -> None:
+    """Write ``scene`` to ``out`` atomically and print a one-line summary."""
+    from contactkit.files import write_atomic
+
+    write_atomic(out, scene.to_json())
+    console.print(f"wrote {out}: {scene.name}, {len(scene.statics)} static bodies, tool "
+                  f"{scene.tool.mass:g} kg with {len(scene.tool.part.pieces)} convex piece(s)",
+                  soft_wrap=True, markup=False, highlight=False)
+
+
+def _pair(text: str | None, option: str) -> tuple[float, float] | None:
+    """``"x,y"`` as two finite floats (None when not given)."""
+    if text is None:
+        return None
+    try:
+        x, y = (float(t) for t in text.split(","))
+    except ValueError:
+        raise InvalidInputError(f"{option} must be two numbers 'x,y', got {text!r}") from None
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise InvalidInputError(f"{option} must be finite, got {text!r}")
+    return x, y
+
+
+@scene_app.command("mesh")
+def from_meshes(
+    tool: Annotated[Path, typer.Option(help="tool mesh file (OBJ, STL, PLY, OFF): a closed solid")],
+    slot: Annotated[Path, typer.Option(help="slot mesh file: a closed solid with a hole opening upwards (+z)")],
+    out: Annotated[Path, typer.Option(help=OUT_HELP)],
+    units: Annotated[str, typer.Option(help="length unit of both files: m, cm, mm, um, in")] = "m",
+    tool_origin: Annotated[str, typer.Option(
+        help="tip: move the tool so its frame is at its tip below its centre of mass (+z kept); "
+             "mesh: the file's frame already is")] = "tip",
+    hole_xy: Annotated[str | None, typer.Option(
+        help="x,y of the hole's axis in the slot file's frame [file units] (default: found, centred)")] = None,
+    tool_mass: Annotated[float, typer.Option(help=MASS_HELP)] = 0.3,
+    friction: Annotated[float, typer.Option(help=FRICTION_HELP)] = 0.5,
+    start_height: Annotated[float, typer.Option(help=START_HELP)] = 0.01,
+    threshold: Annotated[float, typer.Option(
+        help="CoACD concavity threshold for non-convex parts (smaller: more pieces, closer fit)")] = 0.02,
+    coacd_cache: Annotated[Path | None, typer.Option(
+        help="folder of cached convex decompositions (default: ~/.cache/contactkit/coacd)")] = None,
+) -> None:
+    """A peg-in-hole scene from your tool and slot meshes; non-convex parts get CoACD convex pieces."""
+    from contactkit.geometry import DecompositionSettings
+    from contactkit.geometry.decompose import DEFAULT_CACHE_DIR
+    from contactkit.geometry.user_parts import length_scale, load_part
+    from contactkit.tasks.scenes import mesh_peg_in_hole, tip_frame
+
+    try:
+        check_outputs((out, "--out", False))
+        if tool_origin not in ("tip", "mesh"):
+            raise InvalidInputError(f"--tool-origin must be tip or mesh, got {tool_origin!r}")
+        xy = _pair(hole_xy, "--hole-xy")
+        scale = length_scale(units)
+        settings = DecompositionSettings(threshold=threshold)
+        cache = (coacd_cache or DEFAULT_CACHE_DIR).expanduser()
+        reports = {}
+        with console.status("reading and decomposing the meshes ..."):
+            tool_part, reports["tool"] = load_part(tool, units=units, settings=settings, cache_dir=cache)
+            slot_part, reports["slot"] = load_part(slot, units=units, settings=settings, cache_dir=cache)
+        if tool_origin == "tip":
+            tool_part = tip_frame(tool_part)
+        scene = mesh_peg_in_hole(tool_part, slot_part, hole_xy=None if xy is None else (xy[0] * scale, xy[1] * scale),
+                                 tool_mass=tool_mass, friction=friction, start_height=start_height)
+        for what, r in reports.items():
+            console.print(f"{what}: {r.n_pieces} convex piece(s) ({r.method}{', cached' if r.cached else ''}), "
+                          f"sticking out of the mesh by up to {r.max_protrusion * 1e3:.3f} mm",
+                          highlight=False, soft_wrap=True)
+        m = scene.meta
+        console.print(f"hole: {m['depth'] * 1e3:.3f} mm deep, inradius {m['hole_apothem'] * 1e3:.3f} mm",
+                      highlight=False)
+        _write(scene, out)
+    except ContactkitError as exc:
+        fail(exc)
+
+
+@scene_app.command("peg")
+def parametric_peg(
+    out: Annotated[Path, typer.Option(help=OUT_HELP)],
+    shape: Annotated[str, typer.Option(
+        help="peg section: triangle, square, pentagon, hexagon, circle, or any regular polygon as N-gon (7-gon)")
+    ] = "hexagon",
+    clearance: Annotated[float, typer.Option(help="radial clearance [m]")] = 1e-3,
+    size: Annotated[float, typer.Option(help="peg apothem (radius of a circle) [m]")] = 0.01,
+    length: Annotated[float, typer.Option(help="peg length [m]")] = 0.06,
+    depth: Annotated[float, typer.Option(help="hole depth [m]")] = 0.025,
+    slot_shape: Annotated[str | None, typer.Option(help="hole section if not the peg's")] = None,
+    chamfer: Annotated[float, typer.Option(help="peg tip chamfer's length along the axis [m]")] = 0.0,
+    chamfer_angle: Annotated[float, typer.Option(help="peg tip chamfer's angle from the axis [deg]")] = 45.0,
+    slot_chamfer: Annotated[float, typer.Option(help="hole entry chamfer's length along the axis [m]")] = 0.0,
+    slot_chamfer_angle: Annotated[float, typer.Option(help="hole entry chamfer's angle from the axis [deg]")] = 45.0,
+    circle_segments: Annotated[int, typer.Option(help="sides of the polygon that stands for a circular peg")] = 32,
+    tool_mass: Annotated[float, typer.Option(help=MASS_HELP)] = 0.3,
+    friction: Annotated[float, typer.Option(help=FRICTION_HELP)] = 0.5,
+    start_height: Annotated[float, typer.Option(help=START_HELP)] = 0.01,
+) -> None:
+    """A parametric peg-in-hole scene: a regular-polygon or circular peg above its slot, chamfers optional."""
+    from contactkit.geometry import DEFAULT_CHAMFER_ANGLE
+    from contactkit.tasks.scenes import peg_in_hole
+
+    def angle(deg: float) -> float:  # 45° exactly as the library's default (bit-identical parts)
+        return DEFAULT_CHAMFER_ANGLE if deg == 45.0 else math.radians(deg)
+
+    try:
+        check_outputs((out, "--out", False))
+        scene = peg_in_hole(shape, clearance, size=size, length=length, depth=depth, slot_shape=slot_shape,
+                            chamfer=chamfer, chamfer_angle=angle(chamfer_angle), slot_chamfer=slot_chamfer,
+                            slot_chamfer_angle=angle(slot_chamfer_angle), circle_segments=circle_segments,
+                            tool_mass=tool_mass, friction=friction, start_height=start_height)
+        _write(scene, out)
+    except ContactkitError as exc:
+        fail(exc)
+
+
+@scene_app.command("connector")
+def connector(
+    out: Annotated[Path, typer.Option(help=OUT_HELP)],
+    clearance: Annotated[float, typer.Option(help="radial clearance of the socket's cavity [m]")] = 5e-4,
+    friction: Annotated[float, typer.Option(help=FRICTION_HELP)] = 0.3,
+    chamfer: Annotated[float, typer.Option(help="45° entry chamfer of the socket [m]")] = 1e-3,
+    offset: Annotated[str | None, typer.Option(help="x,y offset of the socket from where the robot believes it "
+                                                    "is [m]")] = None,
+    plug_mass: Annotated[float, typer.Option(help="plug mass [kg]")] = 0.1,
+) -> None:
+    """A connector-insertion scene (LML paper §5): the C13-like plug above a socket of your parameters."""
+    import numpy as np
+
+    from contactkit.tasks.connector import Misalignment, SocketVariant, connector_insertion
+
+    try:
+        check_outputs((out, "--out", False))
+        xy = _pair(offset, "--offset") or (0.0, 0.0)
+        variant = SocketVariant(f"c{clearance * 1e3:g}mm-mu{friction:g}-ch{chamfer * 1e3:g}mm", clearance, friction,
+                                chamfer)
+        scene = connector_insertion(variant, Misalignment(np.array([xy[0], xy[1], 0.0])), plug_mass=plug_mass)
+        _write(scene, out)
+    except ContactkitError as exc:
+        fail(exc)
+
+
+@scene_app.command("info")
+def info(path: Path) -> None:
+    """Summarise a Scene JSON file: its bodies, sizes and task facts."""
+    from contactkit.scene import load_scene
+
+    try:
+        scene = load_scene(path)
+    except ContactkitError as exc:
+        fail(exc)
+    table = Table(title=f"{path}: {scene.name}")
+    table.add_column("field")
+    table.add_column("value")
+    t = scene.tool
+    table.add_row("tool", f"{t.part.name}: {t.mass:g} kg, {len(t.part.pieces)} convex piece(s), "
+                          f"{len(t.part.faces)} triangles")
+    for s in scene.statics:
+        table.add_row("static", f"{s.part.name}: {len(s.part.pieces)} convex piece(s) at {s.pos.round(6).tolist()} m")
+    table.add_row("target [m]", str(scene.target_pos.round(6).tolist()))
+    for key, value in scene.meta.items():
+        table.add_row(f"meta.{key}", json.dumps(value))
+    console.print(table)
