@@ -394,3 +394,28 @@ def test_every_catalog_file_is_refused_as_a_bag_and_as_a_mapping(folder, files_d
             load_robot_log("bag", path, mapping_from_dict(BAG_MAPPING))
         with pytest.raises(InvalidInputError, match=re.escape(str(path))):
             load_mapping(path)
+
+
+def test_zero_header_stamps_point_to_receive_times(tmp_path):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    T = ts.types
+    hdr = T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](0, 0), "")  # a driver that never stamps
+    vec, point = T["geometry_msgs/msg/Vector3"], T["geometry_msgs/msg/Point"]
+    with Writer(tmp_path / "z", version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        cp = w.add_connection("/p", "geometry_msgs/msg/PoseStamped", typestore=ts)
+        cw = w.add_connection("/w", "geometry_msgs/msg/WrenchStamped", typestore=ts)
+        for i in range(4):
+            pose = T["geometry_msgs/msg/Pose"](point(0.01 * i, 0, 0), T["geometry_msgs/msg/Quaternion"](0, 0, 0, 1))
+            w.write(cp, i * 10**8, ts.serialize_cdr(T["geometry_msgs/msg/PoseStamped"](hdr, pose),
+                                                    "geometry_msgs/msg/PoseStamped"))
+            wrench = T["geometry_msgs/msg/Wrench"](vec(0, 0, -1.0), vec(0, 0, 0))
+            w.write(cw, i * 10**8, ts.serialize_cdr(T["geometry_msgs/msg/WrenchStamped"](hdr, wrench),
+                                                    "geometry_msgs/msg/WrenchStamped"))
+    m = {"streams": {"pose": {"topic": "/p"}, "wrench": {"topic": "/w"}}}
+    with pytest.raises(DatasetError, match=r"every header stamp is zero.*stamp: receive"):
+        load_robot_log("bag", tmp_path / "z", mapping_from_dict(m))
+    ep = load_robot_log("bag", tmp_path / "z", mapping_from_dict({**m, "stamp": "receive"})).episode
+    assert ep.n_steps == 3 and np.allclose(ep.lin_vel, [0.1, 0, 0], rtol=0, atol=EXACT)

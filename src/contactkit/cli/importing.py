@@ -30,7 +30,8 @@ WorldOpt = Annotated[str | None, typer.Option(help="physics stored with the data
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", help="control rate in Hz (overrides the mapping's control_rate)")]
 FkOpt = Annotated[str | None, typer.Option(
-    "--fk", help="forward kinematics MODULE:FUNCTION for a joints stream: (N, J) joints -> (pos (N, 3), quat (N, 4))")]
+    "--fk", help="forward kinematics MODULE:FUNCTION (importable, e.g. on PYTHONPATH) for a joints stream: (N, J) "
+    "joints -> (pos (N, 3), quat (N, 4))")]
 
 
 def scene_text(path: Path) -> str:
@@ -59,7 +60,7 @@ def forward_kinematics(spec: str):
         raise InvalidInputError(f"--fk {spec!r}: give MODULE:FUNCTION, e.g. my_robot.kinematics:tool_pose")
     try:
         fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError, SyntaxError) as exc:
         raise InvalidInputError(f"--fk {spec!r}: {exc}") from None
     if not callable(fn):
         raise InvalidInputError(f"--fk {spec!r}: not a function")

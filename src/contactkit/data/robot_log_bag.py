@@ -154,6 +154,9 @@ def read_bag_streams(path: str | os.PathLike, mapping: LogMapping,
         spec = mapping.streams[kind]
         if not samples:
             raise DatasetError(f"{path}: topic {spec.topic!r} ({kind.value}) holds no sample")
+        if mapping.stamp == "header" and len(samples) > 1 and not any(r[0] for r in samples):
+            raise DatasetError(f"{path}: topic {spec.topic!r}: every header stamp is zero; read the bag's receive "
+                               "times instead (mapping: stamp: receive)")
         samples.sort(key=lambda r: r[0])
         times, ids, values = zip(*samples, strict=True)
         out[kind] = make_stream(kind, times, values, ids, f"{path}: topic {spec.topic}, message {{id}}", limits)
