@@ -12,9 +12,6 @@ import typer
 from contactkit.cli._app import app, check_outputs, console, fail, progress
 from contactkit.errors import ContactkitError, InvalidInputError
 
-MAX_SCENE_BYTES = 256 * 2**20
-"""Largest ``--scene`` file read [bytes]."""
-
 import_app = typer.Typer(help="Import robot logs (a CSV with a mapping file, ROS 2 bags: sqlite3 or MCAP) into an "
                               "HDF5 dataset for training.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
@@ -35,22 +32,14 @@ FkOpt = Annotated[str | None, typer.Option(
 
 
 def scene_text(path: Path) -> str:
-    """The checked ``Scene.to_json()`` text of a scene file (InvalidInputError naming ``--scene`` and the file)."""
-    from contactkit.scene import Scene
+    """The checked ``Scene.to_json()`` text of a scene file (:func:`contactkit.scene.load_scene`; its
+    InvalidInputError prefixed by ``--scene``)."""
+    from contactkit.scene import load_scene
 
     try:
-        size = path.stat().st_size
-        if size > MAX_SCENE_BYTES:
-            raise InvalidInputError(f"--scene '{path}': {size} bytes, more than {MAX_SCENE_BYTES} accepted")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"--scene '{path}': cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"--scene '{path}': not UTF-8 JSON text (byte {exc.start})") from None
-    try:
-        return Scene.from_json(text).to_json()
+        return load_scene(path).to_json()
     except ContactkitError as exc:
-        raise InvalidInputError(f"--scene '{path}': {exc}") from None
+        raise InvalidInputError(f"--scene: {exc}") from None
 
 
 def forward_kinematics(spec: str):
