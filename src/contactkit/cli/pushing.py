@@ -58,6 +58,8 @@ def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> 
         f"{training['gradient_steps']} gradient step(s) every {training['train_freq']} env step(s), OU σ "
         f"{training['ou_sigma']}, θ {training['ou_theta']}; stopped by the wall-time limit: "
         f"{training['stopped_by_wall_limit']}",
+        f"- trained on top of the joint PD of eq 15 with K_p {training.get('kp')} N m/rad, K_v {training.get('kv')} "
+        "N m s/rad (`contactkit.pushing.controller.KP`, `KV` when trained)",
         f"- made with stable-baselines3 {version('stable-baselines3')}, torch {version('torch')}, gymnasium "
         f"{version('gymnasium')}, numpy {np.__version__}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d', time.gmtime())}",

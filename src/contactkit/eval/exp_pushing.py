@@ -220,7 +220,8 @@ def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path 
     result = {"cases": rows, "bar": bar_check(rows),
               "training": {"episodes": training.get("episodes"), "steps": training.get("steps"),
                            "wall_s": training.get("wall_s")},
-              "gains": {"kp": ctl.KP, "kv": ctl.KV}, "checkpoint": str(ckpt),
+              "gains": {"kp": ctl.KP, "kv": ctl.KV, "actor_trained_kp": training.get("kp"),
+                        "actor_trained_kv": training.get("kv")}, "checkpoint": str(ckpt),
               "config": {"trials": config.trials, "duration_s": config.duration, "dt_s": DT_S, "seed": seed}}
     if plots is not None:
         from contactkit.eval.pushing_figures import plot_pushing

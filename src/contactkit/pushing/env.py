@@ -125,18 +125,22 @@ class PushingResidualEnv(gym.Env):
         episode_steps: steps per episode (default 2000; fewer for tests). dt: control period [s].
         deviation_pos_tol, deviation_ang_tol: residual activation thresholds [m], [rad].
         randomise: False keeps Table II physics (the draw still picks object, profile and goal).
+        kp, kv: eq 15 joint gains [N m/rad], [N m s/rad] (default the controller's :data:`~contactkit.pushing.
+            controller.KP`, ``KV``: the residual is trained on top of the PD it will be deployed with).
     """
 
     metadata = {"render_modes": []}
 
     def __init__(self, episode_steps: int = EPISODE_STEPS, dt: float = 0.01,
                  deviation_pos_tol: float = ctl.DEVIATION_POS_TOL, deviation_ang_tol: float = ctl.DEVIATION_ANG_TOL,
-                 randomise: bool = True):
+                 randomise: bool = True, kp: float = ctl.KP, kv: float = ctl.KV):
         if int(episode_steps) < 2 or not (np.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"episode_steps must be >= 2 and dt > 0, got {episode_steps!r}, {dt!r}")
         if not (deviation_pos_tol >= 0 and deviation_ang_tol >= 0):
             raise InvalidInputError(f"deviation thresholds must be >= 0, got {deviation_pos_tol}, {deviation_ang_tol}")
-        self.episode_steps, self.dt = int(episode_steps), float(dt)
+        if not (np.isfinite(kp) and kp > 0 and np.isfinite(kv) and kv >= 0):
+            raise InvalidInputError(f"PD gains must be finite, kp > 0 and kv >= 0, got {kp!r}, {kv!r}")
+        self.episode_steps, self.dt, self.kp, self.kv = int(episode_steps), float(dt), float(kp), float(kv)
         self.pos_tol, self.ang_tol, self.randomise = float(deviation_pos_tol), float(deviation_ang_tol), randomise
         self.observation_space = gym.spaces.Box(-ctl.OBS_CLIP, ctl.OBS_CLIP, (ctl.OBS_DIM,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -188,7 +192,7 @@ class PushingResidualEnv(gym.Env):
         try:
             v_res = ctl.residual_twist(plan, k, act)
             v_e = ctl.nominal_twist(arm, plan, k, self.world.state.q, self._offset) + v_res
-            step = ctl.control_step(self.world, arm, plan, k, v_e, self.dt)
+            step = ctl.control_step(self.world, arm, plan, k, v_e, self.dt, self.kp, self.kv)
             self._offset = ctl.integrate_offset(self._offset, v_res, self.dt)
         except ContactkitError as exc:
             return self._fail(f"step {k}: {exc}", info)

@@ -174,6 +174,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                       episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
                       ou_theta=OU_THETA, learning_rate=learning_rate, batch_size=batch_size,
                       train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
+                      kp=env.unwrapped.kp, kv=env.unwrapped.kv,
                       wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps)))
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
