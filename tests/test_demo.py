@@ -20,7 +20,7 @@ TINY_STEPS = 3
 def tiny(tmp_path_factory):
     """Two short target-world episodes: the first trains, the second validates."""
     path = tmp_path_factory.mktemp("tiny") / "touch.h5"
-    collect(CollectSpec(episodes=2, steps=12, seed=3, world=load_world("target")), str(path))
+    collect(CollectSpec(episodes=2, steps=12, seed=3, world=load_world("target-parametric")), str(path))
     return training_data(path, episodes=[0]), training_data(path, episodes=[1])
 
 

@@ -63,7 +63,7 @@ def _touch(out: Path, seed: int, log: Callable[[str], None]) -> dict:
         episodes=8,
         steps=200,
         seed=seed,
-        world=load_world("target"),
+        world=load_world("target-parametric"),  # the target of the stored results (not the real-cell target)
     )
     path = out / "data" / "touch.h5"
     started = time.perf_counter()

@@ -51,7 +51,7 @@ def test_step_map_matches_one_step_of_the_scheme():
     assert step_map(h, m, k, d, StepScheme.EXPLICIT_DAMPING) @ [x, v] == pytest.approx([x + h * v_exp, v_exp])
 
 
-@pytest.mark.parametrize("preset", ["nominal", "target"])
+@pytest.mark.parametrize("preset", ["nominal", "target", "target-parametric"])
 @pytest.mark.parametrize("integrator", ["implicitfast", "implicit", "Euler", "RK4"])
 def test_presets_pass_and_a_long_step_is_refused(preset, integrator):
     params = dataclasses.replace(load_world(preset), integrator=integrator)

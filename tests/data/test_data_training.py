@@ -19,7 +19,7 @@ HISTORY = 3
 
 @pytest.fixture(scope="module")
 def world():
-    return load_world("target")
+    return load_world("target-parametric")
 
 
 def test_windows_index_per_episode_scenes(tmp_path, world):

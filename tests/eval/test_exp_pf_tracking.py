@@ -47,7 +47,8 @@ def test_recorded_episode_inserts_the_peg():
     from contactkit.tasks.scenes import peg_in_hole
 
     scene = peg_in_hole("hexagon", 1e-3)
-    episode, applied, tare = exp_pf_tracking.record_episode(scene, load_world("target"), 40, np.random.default_rng(0))
+    episode, applied, tare = exp_pf_tracking.record_episode(scene, load_world("target-parametric"), 40,
+                                                            np.random.default_rng(0))
     assert tare is None
     assert episode.n_steps == 40 and applied.shape == (40, 6)
     assert episode.states.pos[-1, 2] < scene.meta["slot_top_z"] - 0.5 * scene.meta["depth"]

@@ -35,8 +35,10 @@ def test_bar_on_recorded_and_clean_readings():
     assert bar["pos_ratio_vs_mujoco_nominal"] == pytest.approx(0.25) and bar["pos_ok"]
     assert bar["force_ratio_vs_mujoco_nominal"] == pytest.approx(0.6 / 0.56) and not bar["force_ok"]
     assert bar["force_clean_ratio_vs_mujoco_nominal"] == pytest.approx(0.25) and bar["force_clean_ok"]
+    assert bar["force_bar_readings"] == "clean" and bar["force_bar_ok"]  # issue 19: the bar compares clean readings
     assert bar["force_floor_N"] == 0.5 and bar["force_clean_floor_N"] == 0.0
     assert bar["ft_lower_than_fignet_plus"] and bar["ft_clean_lower_than_fignet_plus"]
     no_twin = [dict(r, force_err_clean_N=None, torque_err_clean_Nm=None) for r in rows]
     bar = exp._bar(no_twin)
     assert bar["force_clean_ratio_vs_mujoco_nominal"] is None and bar["force_clean_ok"] is None
+    assert bar["force_bar_readings"] == "recorded" and bar["force_bar_ok"] is False

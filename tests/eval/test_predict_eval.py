@@ -48,7 +48,7 @@ ONE_STEP = EvalConfig(horizon=1, history=3, max_segments=40, max_transitions=40)
 @pytest.fixture(scope="module")
 def target_quiet():
     """The target world without F/T noise and bias: recorded readings are exactly the simulated ones."""
-    return noise_free(load_world("target"))
+    return noise_free(load_world("target-parametric"))
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_gravity_compensation_is_the_nominal_weight():
     heavy = dataclasses.replace(load_world("nominal"), mass_scale=2.0)
     np.testing.assert_allclose(gravity_compensation(scene, heavy), [0, 0, scene.tool.mass * 9.81, 0, 0, 0])
     assert not gravity_compensation(scene, dataclasses.replace(heavy, gravity=False)).any()
-    assert AppliedWrenchReplay(scene, load_world("target")).history == 1  # noisy worlds are made noise-free
+    assert AppliedWrenchReplay(scene, load_world("target-parametric")).history == 1  # noisy worlds are made noise-free
 
 
 def test_segments_and_transitions_stay_inside_episodes():
@@ -164,7 +164,7 @@ def test_clean_twin_scores_against_noise_free_readings(tmp_path, target_quiet):
     """The noisy target sensor does not act on a random-spline episode: collected again without noise and bias
     it is the same trajectory, and the recording world replayed scores ~0 against its clean readings while
     the noisy readings stay a noise-and-bias floor away."""
-    target = load_world("target")
+    target = load_world("target-parametric")
     spec = CollectSpec(policy="random-spline", episodes=1, steps=30, seed=8, world=target)
     collect(spec, str(tmp_path / "noisy.h5"))
     collect(dataclasses.replace(spec, world=target_quiet), str(tmp_path / "clean.h5"))

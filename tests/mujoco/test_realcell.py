@@ -3,6 +3,7 @@ sensor mount (the reading rotates and its torque moves), mass override (free-fal
 command latency (the response shifts by exactly k sub-steps), flange–tool compliance (static deflection = F/k),
 the sensor's low-pass (step response of the time constant); and the worlds that cannot model them refuse them."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ from contactkit.model import ActionMode
 from contactkit.mujoco import MujocoContactModel, MujocoWorld
 from contactkit.mujoco.realcell import COMPLIANCE_MAX_OMEGA_DT, compliance_modes
 from contactkit.mujoco.substeps import low_pass
-from contactkit.physics import WorldParams
+from contactkit.physics import WorldParams, load_world
 from contactkit.rotations import cross, quat_to_mat, rotvec_to_quat
 from contactkit.state import BodyState
 from contactkit.tasks import peg_in_hole
@@ -182,3 +183,14 @@ def test_models_without_those_states_refuse_them():
             EngineWorld(scene, params)
         with pytest.raises(InvalidInputError, match="MujocoContactModel does not model"):
             MujocoContactModel(scene, params)
+def test_target_is_target_parametric_plus_a_real_cell():
+    """The new target differs from the stored results' target only by the real cell's effects (and the physics
+    step their stiffness needs, at the same control period); nominal has none of them."""
+    target, parametric = load_world("target"), load_world("target-parametric")
+    assert target.unmodelled_effects() == ["command_latency_substeps", "compliance_stiffness", "ft_filter_hz"]
+    assert parametric.unmodelled_effects() == [] and load_world("nominal").unmodelled_effects() == []
+    assert target.control_dt == pytest.approx(parametric.control_dt, rel=1e-12)
+    fields = ("timestep", "n_substeps", "command_latency_substeps", "compliance_stiffness", "compliance_damping",
+              "compliance_mass", "ft_filter_hz")
+    assert dataclasses.replace(target, **{f: getattr(parametric, f) for f in fields}) == parametric
+    MujocoWorld(peg_in_hole("hexagon", 1e-3), target, rng=np.random.default_rng(0))  # integrates stably

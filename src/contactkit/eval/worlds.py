@@ -9,6 +9,8 @@ sensor filter to ``target``) and the models assume ``nominal``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -61,3 +63,15 @@ def world_pair(world: str | None, model_world: str | None, where: str,
             f"{model.control_dt:g} s; the models predict one control step of reality each: give both the same "
             "timestep * n_substeps")
     return WorldPair(str(truth_name), truth, str(model_name), model)
+
+
+def without_unmodelled_effects(params: WorldParams) -> WorldParams:
+    """``params`` with its command latency, flange–tool compliance and sensor filter off: the part of a real cell
+    that a model stepping from a recorded tool state alone can replay (those effects hold state of their own)."""
+    return dataclasses.replace(params, command_latency_substeps=0, compliance_stiffness=(0.0,) * 6,
+                               compliance_damping=(0.0,) * 6, ft_filter_hz=0.0)
+
+
+def world_digest(params: WorldParams) -> str:
+    """A short hash [12 hex digits] of every parameter of ``params``: names work folders of data collected in it."""
+    return hashlib.sha256(params.to_json().encode()).hexdigest()[:12]
