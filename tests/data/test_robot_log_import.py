@@ -419,3 +419,17 @@ def test_zero_header_stamps_point_to_receive_times(tmp_path):
         load_robot_log("bag", tmp_path / "z", mapping_from_dict(m))
     ep = load_robot_log("bag", tmp_path / "z", mapping_from_dict({**m, "stamp": "receive"})).episode
     assert ep.n_steps == 3 and np.allclose(ep.lin_vel, [0.1, 0, 0], rtol=0, atol=EXACT)
+
+
+def test_commanded_wrench_is_moved_to_the_tool_origin(tmp_path):
+    """A force (1, 0, 0) N commanded at the flange, the tool origin 0.1 m above it: about the tool origin the
+    torque is (flange − tool) × f = (0, 0, −0.1) × (1, 0, 0) = (0, −0.1, 0) N·m (by hand)."""
+    cols = "t,x,y,z,qw,qx,qy,qz,fx,fy,fz,tx,ty,tz,cfx,cfy,cfz,ctx,cty,ctz"
+    rows = [[t, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 0] for t in (0.0, 0.1, 0.2)]
+    m = {"frames": {"tool": {"offset": [0, 0, 0.1]}},
+         "streams": {**MINI["streams"], "command_wrench": {"columns": {"force": ["cfx", "cfy", "cfz"],
+                                                                       "torque": ["ctx", "cty", "ctz"]}}}}
+    log = load_robot_log("csv", _mini_csv(tmp_path / "c.csv", rows, cols), mapping_from_dict(m))
+    assert log.has_action and log.action_mode is ActionMode.WRENCH
+    assert np.allclose(log.episode.action, [1, 0, 0, 0, -0.1, 0], rtol=0, atol=EXACT)
+    assert np.array_equal(log.episode.command, log.episode.action)

@@ -13,8 +13,9 @@ for all sources (so a bag and the equivalent CSV give the same arrays):
 4. step k's F/T reading ``wrench[k]``: the mean over ``[g_k, g_{k+1}]`` of the linearly interpolated readings
    (``ft_sampling: mean``, a synchronising box filter) or the reading at ``g_{k+1}`` (``end``), mapped to
    contactkit's sensor frame: ``f = R_s f_log``, ``τ = R_s τ_log + p_s × f``;
-5. commands held (zero-order) from the last logged command at or before ``g_k``: a commanded wrench becomes
-   ``action[k]`` (rotated into the world), a commanded pose ``(p_d, q_d)`` becomes the pose-delta
+5. commands held (zero-order) from the last logged command at or before ``g_k``: a commanded wrench (logged base
+   frame, about the logged body's origin) becomes ``action[k]``: rotated into the world and moved to the tool
+   origin, ``τ = R_b τ_log − (R t_tool) × f``; a commanded pose ``(p_d, q_d)`` becomes the pose-delta
    ``command[k] = (p_d − p_k, log(q_d ⊗ q_k*))`` (world frame, :class:`ActionMode` ``POSE_DELTA``).
 
 Episode time is ``g_k − g_0`` [s].
@@ -272,8 +273,9 @@ def episode_from_streams(streams: dict[StreamKind, Stream], mapping: LogMapping,
     has_action = StreamKind.COMMAND_WRENCH in streams
     if has_action:
         held = _hold(streams[StreamKind.COMMAND_WRENCH], grid[:-1])
-        action = np.concatenate([quat_rotate(mapping.base.rotation, held[:, :3]),
-                                 quat_rotate(mapping.base.rotation, held[:, 3:])], axis=-1)
+        force = quat_rotate(mapping.base.rotation, held[:, :3])
+        lever = quat_rotate(quat_mul(mapping.base.rotation, raw_quat[:-1]), mapping.tool.offset)  # body → tool
+        action = np.concatenate([force, quat_rotate(mapping.base.rotation, held[:, 3:]) - cross(lever, force)], -1)
     command, mode = action.copy(), ActionMode.WRENCH
     if StreamKind.COMMAND_POSE in streams:
         held = _hold(streams[StreamKind.COMMAND_POSE], grid[:-1])
