@@ -96,3 +96,33 @@ def test_mpc_insertion_plans_with_the_model_world_and_acts_in_the_world(tmp_path
     assert result["setup"]["truth_world"] == str(path) and result["setup"]["model_world"] == "nominal"
     default = exp.run(quick=True, budget=budget, models=("ground-truth",))
     assert default["setup"]["truth_world"] == default["setup"]["model_world"] == "nominal"
+
+
+def test_placement_acts_in_the_world_and_estimates_with_the_model_world(tmp_path, monkeypatch):
+    """The MuJoCo "real" world gets ``world``, the methods' differentiable model ``model_world``."""
+    from contactkit.estimation.geometry_belief import ParticleFilterConfig
+    from contactkit.eval import exp_placement as exp
+    from contactkit.tasks.placement import WORLD
+
+    seen = {"world": [], "model": []}
+    world_init, diff_scene = exp.MujocoWorld.__init__, exp.diff_scene
+
+    def spy_world(self, scene, params=None, *args, **kwargs):
+        seen["world"].append(params)
+        world_init(self, scene, params, *args, **kwargs)
+
+    def spy_diff(task, params):
+        seen["model"].append(params)
+        return diff_scene(task, params)
+
+    monkeypatch.setattr(exp.MujocoWorld, "__init__", spy_world)
+    monkeypatch.setattr(exp, "diff_scene", spy_diff)
+    path = tmp_path / "lab.json"
+    path.write_text(json.dumps({**WORLD.to_dict(), "friction_scale": 1.2, "ft_noise_std": [0.05] * 3 + [0.001] * 3}))
+    tiny = exp.PlacementConfig(tasks=("shape",), methods=("ours",), n_cases=1, repeats=1, steps=3, n_estimates=2,
+                               pf=ParticleFilterConfig(n_particles=4), workers=1)
+    result = exp.run(quick=True, config=tiny, world=str(path), model_world="nominal")
+    assert seen["world"] and all(p == load_world(str(path)) for p in seen["world"])
+    assert seen["model"] and all(p == load_world("nominal") for p in seen["model"])
+    assert result["config"]["worlds"]["truth"]["friction_scale"] == 1.2
+    assert "worlds" not in exp.run(quick=True, config=tiny)["config"]  # the stored run's keys are unchanged

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,8 +63,10 @@ from contactkit.estimation.geometry_belief import (
     window_steps,
 )
 from contactkit.eval.workers import worker_pool
+from contactkit.eval.worlds import CONTROL_DT_REL_TOL
 from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
+from contactkit.physics import WorldParams, load_world
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec, rotvec_to_quat
 from contactkit.tasks.placement import (
     WORLD,
@@ -109,6 +112,8 @@ class PlacementConfig:
             (:func:`~contactkit.estimation.geometry_belief.descend`).
         workers: processes that run episodes in parallel (1: in this process); results do not depend on it.
         descent, pf, trigger, policy, step: the methods' and the model's settings.
+        world: the MuJoCo "real" world's parameters (default the task's :data:`~contactkit.tasks.placement.WORLD`).
+        model_world: the parameters the methods' differentiable model assumes (default the same).
     """
 
     tasks: tuple[str, ...] = tuple(t.value for t in TaskName)
@@ -126,6 +131,8 @@ class PlacementConfig:
     trigger: TriggerConfig = TriggerConfig()
     policy: PolicyConfig = PolicyConfig()
     step: StepConfig = field(default_factory=StepConfig)
+    world: WorldParams = WORLD
+    model_world: WorldParams = WORLD
 
 
 class Stream(enum.IntEnum):
@@ -178,10 +185,10 @@ def _history(records: list[tuple], horizon: int, memory: int) -> History:
 def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, config: PlacementConfig,
                 rng: np.random.Generator) -> Episode:
     """Place the object in the MuJoCo world holding ``θ_gt`` with ``method``; see the module docstring."""
-    world = MujocoWorld(task_scene(task, theta_gt), WORLD)
+    world = MujocoWorld(task_scene(task, theta_gt), config.world, rng=rng)  # rng: F/T noise of a noisy world
     state = world.reset()
     ref_pos, ref_quat = state.pos.copy(), state.quat.copy()
-    model = WrenchModel(diff_scene(task, WORLD), config.step)
+    model = WrenchModel(diff_scene(task, config.model_world), config.step)
     theta_init = np.zeros(task.n_params)
     belief = init_belief(theta_init, task.init_std, config.n_estimates, rng)
     restart = Restart(theta_init, task.init_std) if config.restart and method is Method.OURS else None
@@ -251,7 +258,7 @@ def gradient_checks(tasks: list[PlacementTask], config: PlacementConfig, seed: i
     rng = np.random.default_rng(stream_key(seed, stream=Stream.GRADCHECK))
     out = {}
     for task in tasks:
-        scene = diff_scene(task, WORLD)
+        scene = diff_scene(task, config.model_world)
         pairs = list(zip(("sticking", "sliding", "impact"), gradcheck_configurations(task, rng), strict=True))
         for mode, base in pairs[:modes]:
             check = check_step(scene, config.step, base)
@@ -320,6 +327,8 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
                         "n_estimates": config.n_estimates, "n_particles": config.pf.n_particles,
                         "methods": list(config.methods), "restart": config.restart,
                         "descent": dataclasses.asdict(config.descent)}
+    if config.world != WORLD or config.model_world != WORLD:  # the stored run's config keys stay as they were
+        result["config"]["worlds"] = {"truth": config.world.to_dict(), "model": config.model_world.to_dict()}
     if plots is not None:
         from contactkit.eval.placement_figures import plot_placement
 
@@ -368,7 +377,21 @@ def markdown(result: dict) -> str:
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
-        config: PlacementConfig | None = None) -> dict:
-    """Harness entry point: the quick or full budget (``config`` replaces it, for smoke tests). CPU only."""
+        config: PlacementConfig | None = None, world: str | None = None, model_world: str | None = None) -> dict:
+    """Harness entry point: the quick or full budget (``config`` replaces it, for smoke tests). CPU only.
+
+    ``world`` (the MuJoCo "real" world) and ``model_world`` (what the estimators' differentiable model assumes):
+    preset names or WorldParams JSON paths (:func:`contactkit.physics.load_world`); each defaults to the task's
+    :data:`~contactkit.tasks.placement.WORLD`, as the stored run.
+    """
     del device  # the contact step runs on the CPU (float64, small batched systems)
-    return run_experiment(config or (QUICK if quick else FULL), seed, plots)
+    config = config or (QUICK if quick else FULL)
+    if world is not None:
+        config = dataclasses.replace(config, world=load_world(world))
+    if model_world is not None:
+        config = dataclasses.replace(config, model_world=load_world(model_world))
+    if not math.isclose(config.world.control_dt, config.model_world.control_dt, rel_tol=CONTROL_DT_REL_TOL):
+        raise InvalidInputError(f"placement: --world steps every {config.world.control_dt:g} s but --model-world "
+                                f"every {config.model_world.control_dt:g} s; give both the same timestep * "
+                                "n_substeps")
+    return run_experiment(config, seed, plots)
