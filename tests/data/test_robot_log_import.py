@@ -433,3 +433,29 @@ def test_commanded_wrench_is_moved_to_the_tool_origin(tmp_path):
     assert log.has_action and log.action_mode is ActionMode.WRENCH
     assert np.allclose(log.episode.action, [1, 0, 0, 0, -0.1, 0], rtol=0, atol=EXACT)
     assert np.array_equal(log.episode.command, log.episode.action)
+
+
+def test_tf_messages_give_the_named_child_frame(tmp_path):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    T = ts.types
+    vec, quat = T["geometry_msgs/msg/Vector3"], T["geometry_msgs/msg/Quaternion"]
+    with Writer(tmp_path / "tf", version=9, storage_plugin=StoragePlugin.SQLITE3) as w:
+        ctf = w.add_connection("/tf", "tf2_msgs/msg/TFMessage", typestore=ts)
+        cw = w.add_connection("/w", "geometry_msgs/msg/WrenchStamped", typestore=ts)
+        for i in range(3):
+            hdr = T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](i, 0), "base")
+            tfs = [T["geometry_msgs/msg/TransformStamped"](hdr, child, T["geometry_msgs/msg/Transform"](
+                vec(x, 0.5 * i, 0), quat(0, 0, 0, 1))) for child, x in (("camera", 9.0), ("tool0", 0.2))]
+            w.write(ctf, i * 10**9, ts.serialize_cdr(T["tf2_msgs/msg/TFMessage"](tfs), "tf2_msgs/msg/TFMessage"))
+            force = T["geometry_msgs/msg/Wrench"](vec(0, 0, 1), vec(0, 0, 0))
+            wrench = T["geometry_msgs/msg/WrenchStamped"](hdr, force)
+            w.write(cw, i * 10**9, ts.serialize_cdr(wrench, "geometry_msgs/msg/WrenchStamped"))
+    m = {"streams": {"pose": {"topic": "/tf"}, "wrench": {"topic": "/w"}}}
+    with pytest.raises(InvalidInputError, match=r"'streams.pose.child_frame': the topic '/tf' holds TFMessage"):
+        load_robot_log("bag", tmp_path / "tf", mapping_from_dict(m))
+    m["streams"]["pose"]["child_frame"] = "tool0"
+    ep = load_robot_log("bag", tmp_path / "tf", mapping_from_dict(m)).episode
+    assert np.allclose(ep.pos, [[0.2, 0, 0], [0.2, 0.5, 0], [0.2, 1.0, 0]], rtol=0, atol=EXACT)

@@ -43,13 +43,14 @@ def _xyz(v) -> list[float]:
 
 
 def _pose_row(msg, msgtype: str, spec: StreamSpec):
-    """``(header, [position, quaternion wxyz])`` of a pose-like message, or None (a TFMessage without the frame)."""
+    """``(header, [position, quaternion wxyz])`` of a pose-like message, or None when it holds no transform to
+    ``spec.child_frame`` (a TFMessage must name it; a TransformStamped topic may, to keep only that child)."""
     if msgtype.endswith("PoseStamped"):
         p, q = msg.pose.position, msg.pose.orientation
         return msg.header, [*_xyz(p), q.w, q.x, q.y, q.z]
     transforms = msg.transforms if msgtype.endswith("TFMessage") else [msg]
     for tf in transforms:
-        if msgtype.endswith("TransformStamped") or tf.child_frame_id == spec.child_frame:
+        if spec.child_frame is None or tf.child_frame_id == spec.child_frame:
             t, q = tf.transform.translation, tf.transform.rotation
             return tf.header, [*_xyz(t), q.w, q.x, q.y, q.z]
     return None
