@@ -24,20 +24,19 @@ import numpy as np
 import torch
 
 from contactkit.errors import CheckpointError, InvalidInputError
-from contactkit.model import ActionMode
+from contactkit.models.gnn.batches import BatchSource, Windows, step_generator
 from contactkit.models.gnn.checkpoint import (
     check_device,
     load_checkpoint,
     restore_model,
     restore_optimizer,
-    rng_from_json,
     rng_state_to_json,
     save_checkpoint,
 )
 from contactkit.models.gnn.graph import GraphConfig
-from contactkit.models.gnn.kinematics import StepSpec, prepare_scene
+from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
-from contactkit.models.gnn.samples import Batch, RotationAugmentation, make_batch, prepare_window, random_rotation
+from contactkit.models.gnn.samples import Batch, RotationAugmentation, make_batch
 from contactkit.scene import Scene
 
 LAST_CHECKPOINT = "last.safetensors"
@@ -145,13 +144,15 @@ class TrainProgress:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Outcome of :func:`train`: checkpoint paths, final step, per-step losses, validation history."""
+    """Outcome of :func:`train`: checkpoint paths, final step, per-step losses, validation history, and whether
+    the time budget stopped it before ``num_steps``."""
 
     last_checkpoint: Path
     best_checkpoint: Path | None
     step: int
     losses: tuple[float, ...]
     val_history: tuple[tuple[int, dict], ...]
+    out_of_time: bool = False
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
@@ -171,41 +172,8 @@ def loss_terms(model: EncodeProcessDecode, batch: Batch, config: TrainConfig) ->
     return {"loss": total, "pos": pos, "force": force, "torque": torque}
 
 
-class _Windows:
-    """Windows of one or several scenes, turned into samples on demand."""
-
-    def __init__(self, windows, scene: Scene | Sequence[Scene], step: StepSpec, mode: ActionMode):
-        self.windows, self.mode = windows, ActionMode(mode)
-        data_mode = getattr(windows, "action_mode", None)
-        if self.mode is ActionMode.POSE_DELTA and data_mode is not None and ActionMode(data_mode) != self.mode:
-            raise InvalidInputError(f"a {self.mode.value} model needs pose-delta commands, but the windows were "
-                                    f"recorded with {ActionMode(data_mode).value} commands; train a "
-                                    f"{ActionMode.WRENCH.value} model (GraphConfig.action_mode) on them")
-        scenes = [scene] if isinstance(scene, Scene) else list(scene)
-        self.arrays = [prepare_scene(s, step) for s in scenes]
-
-    def __len__(self) -> int:
-        return len(self.windows)
-
-    def get(self, i: int):
-        w = self.windows[int(i)]
-        k = int(w["scene_index"]) if "scene_index" in w else 0
-        if not 0 <= k < len(self.arrays):
-            raise InvalidInputError(f"window {i} names scene_index {k}, but {len(self.arrays)} scene(s) were given")
-        return self.arrays[k], prepare_window(self.arrays[k], w, self.mode)
-
-
-def _sample_batch(data: _Windows, config: TrainConfig, rng: np.random.Generator, device) -> Batch:
-    items = []
-    for i in rng.integers(0, len(data), config.batch_size):
-        arrays, (inputs, targets) = data.get(i)
-        rot = random_rotation(rng, config.rotation.value)
-        items.append((arrays, inputs, targets, rot))
-    return make_batch(items, config.model.graph, config.noise_std, rng).to(device)
-
-
 @torch.no_grad()
-def validate(model: EncodeProcessDecode, data: _Windows, config: TrainConfig, device) -> dict:
+def validate(model: EncodeProcessDecode, data: Windows, config: TrainConfig, device) -> dict:
     """Loss terms and one-step errors on the first ``val_max_windows`` windows (no noise, no rotation).
 
     Returns: ``loss``, ``pos``, ``force``, ``torque`` (loss 8 and its normalised MSE terms), ``pos_rmse``
@@ -236,7 +204,7 @@ def validate(model: EncodeProcessDecode, data: _Windows, config: TrainConfig, de
 
 
 def _resume(path: Path, config: TrainConfig, device):
-    """Model, optimizer, generator and progress restored from ``path`` (config must match but for num_steps)."""
+    """Model, optimizer and progress restored from ``path`` (config must match but for num_steps)."""
     ckpt = load_checkpoint(path, expected_config=config.model)
     saved = ckpt.train_state.get("config")
     if saved is None:
@@ -254,7 +222,7 @@ def _resume(path: Path, config: TrainConfig, device):
         history = [(int(s), dict(v)) for s, v in state.get("val_history", [])]
     except (TypeError, ValueError):
         raise CheckpointError(f"checkpoint {str(path)!r}: its validation history is malformed") from None
-    return model, optimizer, rng_from_json(state["rng"]), int(state["step"]), state.get("best_val"), history
+    return model, optimizer, int(state["step"]), state.get("best_val"), history
 
 
 def check_out_dir(out_dir: str | Path) -> Path:
@@ -286,6 +254,8 @@ def train(
     scene: Scene | Sequence[Scene],
     step: StepSpec,
     resume: bool = True,
+    workers: int = 0,
+    time_budget_s: float | None = None,
 ) -> TrainResult:
     """Train an Act-FIGNet or FIGNet+ model (paper §III-D) and write checkpoints to ``out_dir``.
 
@@ -302,7 +272,12 @@ def train(
         progress_cb: called every ``log_every`` steps and after each validation.
         scene: the scene of the windows, or a sequence indexed by ``scene_index``.
         step: control period and gravity of the data (e.g. ``StepSpec.from_world(params)``).
-        resume: continue from ``out_dir/last.safetensors`` when it exists (same settings required).
+        resume: continue from ``out_dir/last.safetensors`` when it exists (same settings required but for
+            ``num_steps``): the batches of step ``k`` come from their own generator (:mod:`.batches`), so a resumed
+            run computes what the uninterrupted one would have.
+        workers: processes building batches ahead of the optimiser (0: in this process; same batches either way).
+        time_budget_s: stop after the first step that ends this many seconds [s] after the start (validating and
+            writing ``last.safetensors`` there; ``TrainResult.out_of_time``); None: run ``num_steps``.
 
     Raises:
         InvalidInputError: ``out_dir`` is a file, ``device`` is not usable here, empty training set, malformed
@@ -310,52 +285,58 @@ def train(
     """
     out_dir = check_out_dir(out_dir)
     check_device(device)
+    if time_budget_s is not None and not (np.isfinite(time_budget_s) and time_budget_s > 0):
+        raise InvalidInputError(f"train: the time budget must be a positive number of seconds, got {time_budget_s}")
     mode = config.model.graph.action_mode
-    data, val = _Windows(train_windows, scene, step, mode), _Windows(val_windows, scene, step, mode)
+    data, val = Windows(train_windows, scene, step, mode), Windows(val_windows, scene, step, mode)
     if len(data) == 0:
         raise InvalidInputError("train: the training set is empty")
     last_path, best_path = out_dir / LAST_CHECKPOINT, out_dir / BEST_CHECKPOINT
-    model, optimizer, rng, done, best, val_history = _start(config, last_path if resume else None, device)
-    losses, window = [], []
+    model, optimizer, done, best, val_history = _start(config, last_path if resume else None, device)
+    losses, window, out_of_time = [], [], False
     t0 = time.perf_counter()
 
     def save(path: Path) -> None:
-        state = {"step": done, "best_val": best, "config": config.to_dict(), "rng": rng_state_to_json(rng),
+        state = {"step": done, "best_val": best, "config": config.to_dict(),
+                 "rng": rng_state_to_json(step_generator(config.seed, done)),
                  "val_history": [[s, v] for s, v in val_history]}
         save_checkpoint(path, model, step, optimizer, state)
 
-    while done < config.num_steps:
-        lr = learning_rate(config, done)
-        losses.append(_optimise(model, optimizer, _sample_batch(data, config, rng, device), config, done, lr))
-        window.append(losses[-1])
-        done += 1
-        report = None
-        if (done % config.val_every == 0 or done == config.num_steps) and len(val) > 0:
-            report = validate(model, val, config, device)
-            val_history.append((done, report))
-            if best is None or report["loss"] < best:
-                best = report["loss"]
-                save(best_path)
-        if done % config.checkpoint_every == 0 or done == config.num_steps:
-            save(last_path)
-        if progress_cb is not None and (report is not None or done % config.log_every == 0):
-            progress_cb(TrainProgress(done, config.num_steps, lr, float(np.mean(window)), report,
-                                      time.perf_counter() - t0))
-            window = []
+    with BatchSource(data, config, workers) as batches:
+        while done < config.num_steps and not out_of_time:
+            lr = learning_rate(config, done)
+            losses.append(_optimise(model, optimizer, batches.batch(done).to(device), config, done, lr))
+            window.append(losses[-1])
+            done += 1
+            out_of_time = time_budget_s is not None and time.perf_counter() - t0 >= time_budget_s
+            final = done == config.num_steps or out_of_time
+            report = None
+            if (done % config.val_every == 0 or final) and len(val) > 0:
+                report = validate(model, val, config, device)
+                val_history.append((done, report))
+                if best is None or report["loss"] < best:
+                    best = report["loss"]
+                    save(best_path)
+            if done % config.checkpoint_every == 0 or final:
+                save(last_path)
+            if progress_cb is not None and (report is not None or done % config.log_every == 0):
+                progress_cb(TrainProgress(done, config.num_steps, lr, float(np.mean(window)), report,
+                                          time.perf_counter() - t0))
+                window = []
     if not last_path.exists():
         save(last_path)
     return TrainResult(last_path, best_path if best_path.exists() else None, done, tuple(losses),
-                       tuple(val_history))
+                       tuple(val_history), out_of_time)
 
 
 def _start(config: TrainConfig, resume_from: Path | None, device):
-    """Fresh model, optimizer, generator, step 0, no best loss and no validation history from ``config.seed``,
-    or the state saved at ``resume_from``."""
+    """Fresh model, optimizer, step 0, no best loss and no validation history from ``config.seed``, or the state
+    saved at ``resume_from``."""
     if resume_from is not None and resume_from.exists():
         return _resume(resume_from, config, device)
     model = EncodeProcessDecode(config.model, generator=torch.Generator().manual_seed(config.seed)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr_init, foreach=True)
-    return model, optimizer, np.random.default_rng(config.seed), 0, None, []
+    return model, optimizer, 0, None, []
 
 
 def _optimise(model, optimizer, batch: Batch, config: TrainConfig, done: int, lr: float) -> float:
