@@ -387,13 +387,19 @@ def test_logged_velocities_are_kept_where_finite_differences_are_off(tmp_path):
 
 
 @pytest.mark.parametrize("folder", ["files", "meshes"])
-def test_every_catalog_file_is_refused_as_a_bag_and_as_a_mapping(folder, files_dir):
-    """The bad-input catalog (and its control cases, which are no bags or mappings) through the new loaders."""
+def test_every_catalog_file_through_the_new_loaders(folder, files_dir):
+    """The bad-input catalog through the bag, mapping and mapped-CSV loaders: each file refused naming it, except
+    the control log as a mapped CSV (its control cases are no bags or mappings)."""
     for path in sorted((files_dir.parent / folder).iterdir()):
         with pytest.raises(DatasetError, match=re.escape(str(path))):
             load_robot_log("bag", path, mapping_from_dict(BAG_MAPPING))
         with pytest.raises(InvalidInputError, match=re.escape(str(path))):
             load_mapping(path)
+        if path.name == "log_ok.csv":
+            assert load_robot_log("csv", path, LEGACY).episode.n_steps >= 1
+            continue
+        with pytest.raises(DatasetError, match=re.escape(str(path))):
+            load_robot_log("csv", path, LEGACY)
 
 
 def test_zero_header_stamps_point_to_receive_times(tmp_path):
