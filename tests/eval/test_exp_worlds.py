@@ -126,3 +126,19 @@ def test_placement_acts_in_the_world_and_estimates_with_the_model_world(tmp_path
     assert seen["model"] and all(p == load_world("nominal") for p in seen["model"])
     assert result["config"]["worlds"]["truth"]["friction_scale"] == 1.2
     assert "worlds" not in exp.run(quick=True, config=tiny)["config"]  # the stored run's keys are unchanged
+
+
+def test_connector_runs_in_the_world_and_refuses_a_model_world(tmp_path, monkeypatch):
+    """The linear model is calibrated in the world itself: ``world`` replaces the trials' world, and the harness
+    refuses ``--model-world`` by name."""
+    from contactkit.eval import exp_connector as exp
+
+    seen = []
+    monkeypatch.setattr(exp, "run_experiment", lambda cfg, seed, plots=None: seen.append(cfg) or {})
+    path = tmp_path / "lab.json"
+    path.write_text(json.dumps({**exp.QUICK.world.to_dict(), "ft_bias": [0.5, -0.3, 0.2, 0.0, 0.0, 0.0]}))
+    exp.run(quick=True, seed=0, device="cpu", world=str(path))
+    exp.run(quick=True, seed=0, device="cpu")
+    assert seen[0].world == load_world(str(path)) and seen[1].world == exp.QUICK.world
+    result = runner.invoke(app, ["experiment", "connector-insertion", "--quick", "--model-world", "nominal"])
+    assert result.exit_code != 0 and "model_world" in result.output

@@ -48,7 +48,7 @@ from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
 from contactkit.mujoco import MujocoWorld
-from contactkit.physics import WorldParams
+from contactkit.physics import WorldParams, load_world
 from contactkit.report.plots import save_figure
 from contactkit.rotations import quat_to_mat, rotvec_to_quat
 from contactkit.tasks.connector import (
@@ -358,8 +358,13 @@ def _config_dict(cfg: ExperimentConfig) -> dict:
     return {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
 
 
-def run(quick: bool, seed: int, device: str, plots: str | None = None) -> dict:
+def run(quick: bool, seed: int, device: str, plots: str | None = None, world: str | None = None) -> dict:
     """Harness entry point (``contactkit experiment connector-insertion``). ``device`` is unused: MuJoCo,
-    the LML fit (numpy fast path) and OSQP run on the CPU."""
+    the LML fit (numpy fast path) and OSQP run on the CPU. ``world``: the world the trials run in (a preset name
+    or WorldParams JSON path; default :attr:`ExperimentConfig.world`, as the stored run). There is no
+    ``model_world``: the linear model is calibrated on data of the world itself, nothing assumes another."""
     del device
-    return run_experiment(QUICK if quick else FULL, seed, plots=plots)
+    cfg = QUICK if quick else FULL
+    if world is not None:
+        cfg = dataclasses.replace(cfg, world=load_world(world))
+    return run_experiment(cfg, seed, plots=plots)
