@@ -152,6 +152,11 @@ def test_bag_and_equivalent_csv_import_to_the_same_arrays(tmp_path, storage):
     assert np.abs(ep.lin_vel - V).max() < EXACT and np.abs(ep.ang_vel - OMEGA).max() < EXACT  # logged, kept
 
 
+def test_unknown_log_format_is_refused(tmp_path):
+    with pytest.raises(InvalidInputError, match=r"log format 'rosbag1' is not one of \['csv', 'bag'\]"):
+        load_robot_log("rosbag1", tmp_path / "x.bag", mapping_from_dict(BAG_MAPPING))
+
+
 def test_single_mcap_storage_file_is_read(tmp_path):
     bag = write_bag(tmp_path / "bag", "mcap")
     (storage,) = bag.glob("*.mcap")

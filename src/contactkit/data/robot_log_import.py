@@ -20,6 +20,7 @@ from contactkit.data.robot_log_mapping import LogMapping
 from contactkit.data.robot_log_resample import ForwardKinematics, ImportedLog, episode_from_streams
 from contactkit.data.schema import DatasetMeta
 from contactkit.data.writer import DatasetWriter
+from contactkit.errors import InvalidInputError
 
 
 class LogFormat(str, enum.Enum):
@@ -48,6 +49,8 @@ def load_robot_log(fmt: LogFormat | str, path: str | os.PathLike, mapping: LogMa
     Raises:
         DatasetError / InvalidInputError: naming the file, line or topic and message, and the problem.
     """
+    if fmt not in {f.value for f in LogFormat}:
+        raise InvalidInputError(f"log format {fmt!r} is not one of {[f.value for f in LogFormat]}")
     fmt = LogFormat(fmt)
     if fmt is LogFormat.CSV:
         from contactkit.data.robot_log_csv import read_csv_streams
