@@ -26,8 +26,8 @@ def test_collect_info_plot(tmp_path):
 
 def test_unknown_shape_is_a_clear_error_and_writes_nothing(tmp_path):
     out = tmp_path / "d.h5"
-    r = runner.invoke(app, ["collect", "--out", str(out), "--shape", "octagon", "--episodes", "1"])
-    assert r.exit_code == 2 and "octagon" in r.output and "hexagon" in r.output
+    r = runner.invoke(app, ["collect", "--out", str(out), "--shape", "blob", "--episodes", "1"])
+    assert r.exit_code == 2 and "blob" in r.output and "hexagon" in r.output
     assert not out.exists()
 
 

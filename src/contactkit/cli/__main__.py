@@ -2,4 +2,4 @@
 
 from contactkit.cli import app
 
-app()
+app(prog_name="contactkit")

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from contactkit.errors import InvalidInputError
 
@@ -15,8 +24,27 @@ app = typer.Typer(
     help="contactkit: contact models, F/T sensing, estimation and control for manipulation.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is plain: units such as [m] or [N] are not markup
 )
 console = Console()
+err_console = Console(stderr=True)
+"""Progress bars and spinners go to stderr, so that stdout holds only the results (``--json -``)."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from contactkit import __version__
+
+        console.print(f"contactkit {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """contactkit: contact models, F/T sensing, estimation and control for manipulation."""
 
 
 def fail(exc: Exception) -> None:
@@ -38,14 +66,34 @@ def check_device_and_checkpoint(device: str, checkpoint: str | Path | None = Non
         load_checkpoint(resolve_checkpoint(checkpoint))
 
 
-def progress() -> Progress:
+def progress(console: Console = console, transient: bool = False) -> Progress:
+    """A rich progress display: description, bar, done/total, elapsed time."""
     return Progress(
+        SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+        transient=transient,
     )
+
+
+class RichProgressSink:
+    """A :class:`contactkit.eval.progress.ProgressSink` that draws each task as a bar of ``display`` (a started
+    :func:`progress`); a finished task leaves the display."""
+
+    def __init__(self, display: Progress):
+        self.display = display
+
+    def start(self, description: str, total: int | None) -> TaskID:
+        return self.display.add_task(escape(description), total=total)
+
+    def advance(self, handle: TaskID, steps: int) -> None:
+        self.display.advance(handle, steps)
+
+    def finish(self, handle: TaskID) -> None:
+        self.display.remove_task(handle)
 
 
 def check_outputs(*outputs: tuple[Path | None, str, bool]) -> None:

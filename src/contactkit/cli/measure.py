@@ -9,40 +9,80 @@ from typing import Annotated
 
 import typer
 
-from contactkit.cli._app import app, check_device_and_checkpoint, check_outputs, console, fail
-from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.cli._app import (
+    RichProgressSink,
+    app,
+    check_device_and_checkpoint,
+    check_outputs,
+    console,
+    err_console,
+    fail,
+    progress,
+)
+from contactkit.errors import ContactkitError, InvalidInputError, ResultStoreError
+from contactkit.eval.harness import BENCHMARKS, EXPERIMENTS
 
 
 def _measure(kind: str, name: str, quick: bool, json_path: Path | None, seed: int, device: str,
              plots: Path | None = None, options: dict | None = None, results_dir: Path | None = None) -> None:
-    from contactkit.eval.harness import markdown_of, run_measurement
+    from contactkit.eval import progress as measure_progress
+    from contactkit.eval.harness import STDOUT, run_measurement
 
+    to_stdout = json_path is not None and str(json_path) == STDOUT
     try:
         check_device_and_checkpoint(device, (options or {}).get("checkpoint"))
-        check_outputs((json_path, "--json", False), (plots, "--plots", True), (results_dir, "--results-dir", True))
-        with console.status(f"{kind} {name}{' (quick)' if quick else ''} ..."):
-            result = run_measurement(
-                kind,
-                name,
-                quick=quick,
-                seed=seed,
-                device=device,
-                json_path=str(json_path) if json_path else None,
-                plots=str(plots) if plots else None,
-                options=options,
-                results_dir=results_dir,
-                argv=sys.argv,
-            )
+        check_outputs((None if to_stdout else json_path, "--json", False), (plots, "--plots", True),
+                      (results_dir, "--results-dir", True))
+        with progress(err_console, transient=True) as display, measure_progress.reporting(RichProgressSink(display)):
+            with measure_progress.task(f"{kind} {name}{' (quick)' if quick else ''}"):
+                result = run_measurement(
+                    kind,
+                    name,
+                    quick=quick,
+                    seed=seed,
+                    device=device,
+                    json_path=STDOUT if to_stdout else str(json_path) if json_path else None,
+                    plots=str(plots) if plots else None,
+                    options=options,
+                    results_dir=results_dir,
+                    argv=sys.argv,
+                )
     except ContactkitError as exc:
         fail(exc)
-    shown = {k: v for k, v in result.items() if k not in ("provenance", "stored")}
-    console.print_json(json.dumps(shown, default=str))
-    table = markdown_of(result)
-    if table is not None:
-        console.print(table, markup=False, highlight=False, soft_wrap=True)
+    if to_stdout:
+        typer.echo(json.dumps(result, indent=2, default=str))
+        return
+    print_summary(result, json_path)
     reasons = result["provenance"]["not_stored"]
     console.print(f"stored {result['stored']}" if "stored" in result else
                   f"not stored in docs/results ({', '.join(reasons)})", markup=False, highlight=False)
+
+
+def print_summary(result: dict, json_path: Path | None) -> None:
+    """The measurement's own table (its ``markdown``), else the generic :func:`contactkit.eval.summary.summarise`
+    tables, and where the full result is."""
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    from contactkit.eval.harness import markdown_of
+    from contactkit.eval.summary import summarise
+
+    own = markdown_of(result)
+    if own is not None:
+        console.print(Markdown(own))
+    else:
+        summary = summarise(result)
+        for part in summary.tables:
+            table = Table(title=part.title or None, title_justify="left", show_edge=False)
+            for column in ("", *part.columns):
+                table.add_column(column, overflow="fold")
+            for label, cells in part.rows:
+                table.add_row(label, *cells)
+            console.print(table)
+            if part.cut:
+                console.print(f"  ({part.cut} more rows/columns)", markup=False, highlight=False)
+    where = f"in {json_path}" if json_path else "with --json FILE (or --json - for stdout)"
+    console.print(f"{result['kind']} {result['name']}: the full result is {where}", markup=False, highlight=False)
 
 
 SCENE_HELP = "a Scene JSON file (contactkit scene) to run on instead of the built-in scenes, where one is taken"
@@ -63,11 +103,18 @@ RESULTS_DIR_HELP = ("where an unrestricted full run is stored (default: docs/res
                     "contactkit runs from)")
 
 
-@app.command()
+JSON_HELP = ("write the full result to this JSON file (a run with --json is not stored); '-' prints it to stdout "
+             "instead of the summary")
+QUICK_HELP = "a small, fast version of the run (never stored)"
+
+
+@app.command(help="Run a speed benchmark: one of " + ", ".join(BENCHMARKS) + ". Unrestricted full runs are "
+                  "stored in docs/results/NAME.json; a summary table is printed, the full result with --json.")
 def benchmark(
-    name: str,
-    quick: bool = False,
-    json_path: Annotated[Path | None, typer.Option("--json")] = None,
+    name: Annotated[str, typer.Argument(help="the benchmark: " + ", ".join(BENCHMARKS), metavar="NAME",
+                                        show_default=False)],
+    quick: Annotated[bool, typer.Option(help=QUICK_HELP)] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help=JSON_HELP)] = None,
     seed: int = 0,
     device: str = "cpu",
     checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
@@ -80,7 +127,6 @@ def benchmark(
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=RAY_HELP)] = None,
 ) -> None:
-    """Run a speed benchmark (unrestricted full runs are stored in docs/results/NAME.json)."""
     nets = {"hole_net": str(hole_net) if hole_net else None, "bolt_net": str(bolt_net) if bolt_net else None}
     _measure("benchmark", name, quick, json_path, seed, device,
              options={"checkpoint": str(checkpoint) if checkpoint else None, **nets,
@@ -92,11 +138,13 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return tuple(m.strip() for m in text.split(",")) if text else None
 
 
-@app.command()
+@app.command(help="Reproduce a paper experiment: one of " + ", ".join(EXPERIMENTS) + ". Unrestricted full runs "
+                  "are stored in docs/results/NAME.json; a summary table is printed, the full result with --json.")
 def experiment(
-    name: str,
-    quick: bool = False,
-    json_path: Annotated[Path | None, typer.Option("--json")] = None,
+    name: Annotated[str, typer.Argument(help="the experiment: " + ", ".join(EXPERIMENTS), metavar="NAME",
+                                        show_default=False)],
+    quick: Annotated[bool, typer.Option(help=QUICK_HELP)] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help=JSON_HELP)] = None,
     seed: int = 0,
     device: str = "cpu",
     plots: Annotated[Path | None, typer.Option(help="folder for the experiment's figures")] = None,
@@ -123,7 +171,6 @@ def experiment(
         help="pf-tracking: F/T sensor tare, 'none' (the stored run: raw readings, a fixed 1 N contact threshold) "
              "or 'free-space' (hold still, zero the sensor, contact relative to its noise)")] = None,
 ) -> None:
-    """Reproduce a paper experiment (unrestricted full runs are stored in docs/results/NAME.json)."""
     options = {"models": _names(models), "checkpoint": str(checkpoint) if checkpoint else None,
                "episodes": episodes, "pairings": _names(pairings),
                "reference_dir": str(reference_dir) if reference_dir else None,
@@ -137,10 +184,18 @@ def results(
     out: Annotated[Path | None, typer.Option(help="default: docs/RESULTS.md of the source checkout")] = None,
 ) -> None:
     """Regenerate docs/RESULTS.md (and each measurement's own NAME.md table) from the stored full-run JSON files."""
+    import contactkit
     from contactkit.eval.results import default_results_page, refresh_tables, render_results
-    from contactkit.eval.store import default_results_dir
+    from contactkit.eval.store import default_results_dir, source_root
 
     try:
+        if results_dir is None or out is None:
+            try:
+                source_root()
+            except ResultStoreError as exc:
+                raise InvalidInputError("contactkit results: no source checkout to find docs/results in (contactkit "
+                                        f"is imported from {Path(contactkit.__file__).parent}); give --results-dir "
+                                        "DIR (the stored NAME.json files) and --out FILE") from exc
         results_dir = results_dir or default_results_dir()
         out = out or default_results_page()
         if not results_dir.is_dir():

@@ -55,6 +55,9 @@ EXPERIMENTS: dict[str, str] = {
 }
 """``contactkit experiment NAME`` → module with ``run``."""
 
+STDOUT = "-"
+"""``json_path`` that asks for the result on the command's standard output: no file is written, nothing stored."""
+
 PACKAGES = ("numpy", "scipy", "torch", "mujoco", "coal", "h5py", "trimesh", "safetensors")
 """Packages whose versions every result records (with contactkit's own)."""
 
@@ -171,7 +174,8 @@ def run_measurement(
     module's ``run``, e.g. ``models`` or ``checkpoint``) to measurements that take them. ``argv`` is the
     process's ``sys.argv`` when called by the ``contactkit`` command (recorded exactly; None from Python).
 
-    Where the result goes: ``json_path`` if given, and nothing else. Otherwise a full run (not ``quick``, not
+    Where the result goes: ``json_path`` if given (:data:`STDOUT`: only the returned result, for the caller to
+    print), and nothing else. Otherwise a full run (not ``quick``, not
     ``"partial"``, not narrowed by its options, :func:`contactkit.eval.store.narrowing`) is stored as
     ``results_dir/NAME.json`` (default: the source checkout's ``docs/results``), with every checkpoint it used
     committed (:func:`contactkit.eval.store.committed_checkpoint`). The returned result's ``stored`` names that
@@ -209,7 +213,7 @@ def run_measurement(
     result = {"name": name, "kind": kind, **result, "provenance": {
         **provenance(seed, quick, argv), "wall_s": time.perf_counter() - started,
         "checkpoints": [checkpoint_record(p) for p in used], "not_stored": not_stored or None}}
-    if json_path:
+    if json_path and json_path != STDOUT:
         _write(Path(json_path), result)
     if target is not None and not not_stored:
         _store(name, result, used, target)

@@ -36,7 +36,7 @@ from contactkit.model import ActionMode, ContactModel, World
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams, load_world
 from contactkit.rotations import quat_mul, rotvec_to_quat
-from contactkit.scene import Scene
+from contactkit.scene import Scene, load_scene
 from contactkit.state import STATE_DIM, BodyState
 from contactkit.tasks.reward import (
     InsertionGoal,
@@ -72,8 +72,6 @@ OBS_DIM = STATE_DIM + 6
 """Observation length: 13 tool-state values and 6 F/T values."""
 QUAT_SLICE = slice(3, 7)
 """Where the quaternion sits in the observation (bounded by ±1 itself: never counted as saturated)."""
-MAX_SCENE_FILE_BYTES = 64 << 20
-"""Largest Scene JSON file the environment reads [bytes]."""
 RENDER_DISTANCE_PER_SIZE = 2.0
 """The render camera's distance from the slot's axis, in (tool height + slot depth): both in view."""
 
@@ -170,27 +168,6 @@ def split_observation(obs: np.ndarray) -> tuple[BodyState, np.ndarray]:
     return state.replace(quat=state.quat / np.linalg.norm(state.quat)), obs[STATE_DIM:].copy()
 
 
-def read_scene_file(path: str | Path) -> Scene:
-    """A :class:`Scene` from a Scene JSON file (``contactkit scene`` writes them).
-
-    Raises:
-        InvalidInputError: naming the file: missing, not a file, larger than :data:`MAX_SCENE_FILE_BYTES`, not
-            UTF-8, or not a valid scene.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f"scene file '{path}' does not exist or is not a file")
-    size = path.stat().st_size
-    if size > MAX_SCENE_FILE_BYTES:
-        raise InvalidInputError(f"scene file '{path}' has {size} bytes, more than the {MAX_SCENE_FILE_BYTES} allowed")
-    try:
-        return Scene.from_json(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"scene file '{path}' is not UTF-8 text") from None
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"scene file '{path}': {exc}") from None
-
-
 class PegInsertionEnv(gym.Env):
     """Insert a peg into its slot (gymnasium API; ``gymnasium.make("contactkit/PegInsertion-v0", **kwargs)``).
 
@@ -201,8 +178,8 @@ class PegInsertionEnv(gym.Env):
             (default :class:`WorldParams`); ignored with ``dynamics``.
         dynamics: a ContactModel in ``POSE_DELTA`` mode to step instead of the MuJoCo world (its F/T is
             used as the reading; no noise is added).
-        scene: the task's scene, a :class:`Scene` or a Scene JSON file (any peg-in-hole scene, e.g. from
-            ``contactkit scene``); default ``config.scene()``.
+        scene: the task's scene, a :class:`Scene` or a Scene JSON file (:func:`contactkit.scene.load_scene`; any
+            peg-in-hole scene, e.g. from ``contactkit scene``); default ``config.scene()``.
         world: any :class:`~contactkit.model.World` (e.g. an :class:`~contactkit.engine.EngineWorld`) to step
             instead of building a MuJoCo world; its ``scene`` is the task's. Excludes ``params``, ``dynamics``
             and ``scene``.
@@ -227,7 +204,7 @@ class PegInsertionEnv(gym.Env):
         own_scene = world is not None or scene is not None
         self.config = config or (PegEnvConfig(pairing=None) if own_scene else PegEnvConfig())
         if isinstance(scene, (str, Path)):
-            scene = read_scene_file(scene)
+            scene = load_scene(scene)
         self.scene = world.scene if world is not None else scene if scene is not None else self.config.scene()
         self.goal = InsertionGoal.from_scene(self.scene)
         self.scale = ActionScale.from_gains(self.scene.controller, self.config.rot_fraction)
