@@ -84,6 +84,14 @@ def train(
     scene: Annotated[Path | None, typer.Option(
         help="Scene JSON file (contactkit scene) for episodes stored without geometry, e.g. robot logs imported "
         "without --scene: training needs the scene")] = None,
+    time_budget_s: Annotated[float | None, typer.Option(
+        help="stop after the step that ends this many seconds after the start (validated and saved there; "
+        "run again to continue)")] = None,
+    workers: Annotated[int, typer.Option(help="processes building batches ahead of the optimiser (0: none; "
+                                         "the same batches either way)")] = 0,
+    from_checkpoint: Annotated[Path | None, typer.Option(
+        help="continue the training state of this checkpoint (e.g. a committed models/*/best.safetensors) in an "
+        "OUT without a run of its own; same settings required but for --steps")] = None,
 ) -> None:
     """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation. The data must carry its
     scene (collected data does; for imported robot logs give --scene here or to contactkit import)."""
@@ -110,6 +118,8 @@ def train(
                                     **({"collision_radius": collision_radius} if collision_radius is not None else {}))
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
         last = check_out_dir(out) / LAST_CHECKPOINT
+        if from_checkpoint is not None:
+            _start_from(from_checkpoint, last, resume)
         if resume and last.exists():
             check_device_and_checkpoint(device, last)
         mode = _action_mode(action_mode, list(data) + list(val or []))  # the first read of the data
@@ -127,12 +137,33 @@ def train(
                     bar.console.print(_val_text(p), highlight=False)
 
             result = run_train(cfg, train_set.windows, val_set.windows, out, device, report,
-                               scene=train_set.scenes, step=train_set.step, resume=resume)
+                               scene=train_set.scenes, step=train_set.step, resume=resume, workers=workers,
+                               time_budget_s=time_budget_s)
     except ContactkitError as exc:
         fail(exc)
     history = [{"step": s, **v} for s, v in result.val_history]
     (out / "val_history.json").write_text(json.dumps(history, indent=1) + "\n")
-    console.print(f"done at step {result.step}: best {result.best_checkpoint}, last {result.last_checkpoint}")
+    stopped = " (time budget spent: run again to continue)" if result.out_of_time else ""
+    console.print(f"done at step {result.step}{stopped}: best {result.best_checkpoint}, last {result.last_checkpoint}")
+
+
+def _start_from(checkpoint: Path, last: Path, resume: bool) -> None:
+    """Copy a training checkpoint to ``last`` (OUT/last.safetensors) so that training continues from it.
+
+    Raises:
+        InvalidInputError: OUT already holds a run, or --no-resume. CheckpointError: the file is unusable.
+    """
+    from contactkit.files import write_atomic
+    from contactkit.models.gnn.checkpoint import load_checkpoint
+
+    if not resume:
+        raise InvalidInputError("--from-checkpoint continues a run: it cannot be combined with --no-resume")
+    if last.exists():
+        raise InvalidInputError(f"--from-checkpoint: {last.parent} already holds a run ({last.name}); choose an "
+                                "empty --out, or drop --from-checkpoint to continue that run")
+    if not load_checkpoint(checkpoint).train_state.get("config"):
+        raise InvalidInputError(f"--from-checkpoint {checkpoint}: it holds no training state to continue")
+    write_atomic(last, checkpoint.read_bytes())
 
 
 @app.command()
