@@ -19,6 +19,7 @@ from contactkit.control.impedance import pose_target
 from contactkit.data.collect import CollectSpec, collect, make_world
 from contactkit.data.reader import open_dataset
 from contactkit.data.writer import DatasetWriter
+from contactkit.eval import progress
 
 
 def _bare_loop(spec: CollectSpec, commands: np.ndarray) -> float:
@@ -62,17 +63,19 @@ def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     episodes, steps = (3, 200) if quick else (10, 400)
     spec = CollectSpec(task="peg-in-hole", shape="hexagon", clearance=1e-3, policy="random-spline",
                        episodes=episodes, steps=steps, seed=seed)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, progress.task("collect, then the bare loop", total=2) as advance:
         collect(CollectSpec(**{**spec.__dict__, "episodes": 1, "steps": 5}), str(Path(tmp) / "warmup.h5"))
         out = Path(tmp) / "bench.h5"
         started = time.process_time()
         collect(spec, str(out))
         collect_s = time.process_time() - started
+        advance()
         with open_dataset(out) as ds:
             eps = ds.all_episodes()
             meta = ds.meta
         _bare_loop(spec, eps[0].command[:5])
-        bare_s = sum(_bare_loop(spec, ep.command) for ep in eps)
+        bare_s = sum(_bare_loop(spec, ep.command) for ep in eps)  # each times itself: no progress inside
+        advance()
         total = episodes * steps
         result = {
             "scene": spec.scene().name, "episodes": episodes, "steps_per_episode": steps,

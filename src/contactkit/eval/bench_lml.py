@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
+from contactkit.eval import progress
 from contactkit.models.linear import (
     DEFAULT_PRIOR_WEIGHT,
     fast_update,
@@ -178,7 +179,7 @@ def run(quick: bool, seed: int = SEED, device: str = "cpu") -> dict:
     rng = np.random.default_rng(seed)
     with one_core() as blas_limited:
         threads = torch.get_num_threads()
-        results = {str(n_w): measure(n_w, quick, device, rng) for n_w in SIZES}
+        results = {str(n_w): measure(n_w, quick, device, rng) for n_w in progress.track(SIZES, "feature sizes")}
 
     def col(method: str, i: int) -> dict:
         return {n_w: r[method][i] for n_w, r in results.items()}
