@@ -33,6 +33,7 @@ from contactkit.control.icem import initial_state, optimize
 from contactkit.control.mpc import MPCAgent, MPCConfig, make_objective
 from contactkit.control.policies import CONTACT_FORCE_N
 from contactkit.errors import InvalidInputError
+from contactkit.eval import progress
 from contactkit.eval.exp_mpc_insertion import (
     FULL_BUDGET,
     QUICK_BUDGET,
@@ -110,7 +111,7 @@ def measure(budget: InsertionBudget, points: int, seed: int,
             device: str) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
     """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent."""
     params, times, chosen, missing = WorldParams(), {}, [], []
-    for pairing in budget.pairings:
+    for pairing in progress.track(budget.pairings, "pairings"):
         env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
                               observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
@@ -122,7 +123,7 @@ def measure(budget: InsertionBudget, points: int, seed: int,
         reference = MPCAgent(models[REFERENCE], config, goal_reward(env.scene), planner_rng(seed, pairing))
         here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
         chosen += here
-        for name, model in models.items():
+        for name, model in progress.track(models.items(), f"{pairing}: models timed", total=len(models)):
             rng = planner_rng(seed, pairing)
             times.setdefault(name, []).extend(time_replan(model, config, env.scene, p, rng) for p in here)
     return times, chosen, missing
