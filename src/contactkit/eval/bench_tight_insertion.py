@@ -30,6 +30,7 @@ import numpy as np
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld
 from contactkit.errors import ContactkitError
+from contactkit.eval import progress
 from contactkit.eval import tight_insertion_sweep as peer
 from contactkit.geometry import face_normals
 from contactkit.model import ActionMode
@@ -337,13 +338,15 @@ def run(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     _warm_up()
     clearances = CLEARANCES[-1:] if quick else CLEARANCES
     sweep_cases = [peer.SweepCase(c, case) for c in sorted(clearances) for case in SWEEP_ORDER]
-    rows = peer.sweep(sweep_cases, sweep_case, quick)
+    with progress.task("MuJoCo settings tried") as advance:
+        rows = peer.sweep(sweep_cases, sweep_case, quick, progress=lambda row: advance())
     found = peer.summary(rows, sweep_cases, quick)
     settings = {b: peer.MujocoSetting(p) for b, p in BACKENDS.items() if b != "engine"}
     if found["mujoco_fastest_within_10um"] is not None:
         settings[FASTEST] = peer.setting_from_dict(found["mujoco_fastest_within_10um"])
     backends = ["engine", *settings]
-    cases = [run_case(b, c, case, setting=settings.get(b)) for c in clearances for case in LoadCase for b in backends]
+    runs = [(b, c, case) for c in clearances for case in LoadCase for b in backends]
+    cases = [run_case(b, c, case, setting=settings.get(b)) for b, c, case in progress.track(runs, "cases")]
     wall = _means(cases, "wall_s_per_sim_s")
     aligned, worst = geometric_clearance(insertion_scene(clearances[-1]))
     study = {} if quick else {"step_size_study": step_size_study()}
