@@ -51,6 +51,7 @@ import torch
 from contactkit.depth import ACCURACY_BAND, DepthNet, detect, load_depth_net, query
 from contactkit.engine.params import EngineParams
 from contactkit.errors import CheckpointError, ResultStoreError
+from contactkit.eval import progress
 from contactkit.eval.bench_lml import one_core
 from contactkit.eval.contact_detection_poses import PoseSet, insertion_poses, screwing_poses, transform
 from contactkit.eval.store import source_root
@@ -325,7 +326,8 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", hole_net: str | None = 
     chosen = tasks(hole_net, bolt_net)
     with one_core() as blas_limited:
         threads = torch.get_num_threads()
-        results = {t.name: measure(t, POSES[quick], REPEATS[quick], device, rng) for t in chosen}
+        results = {t.name: measure(t, POSES[quick], REPEATS[quick], device, rng)
+                   for t in progress.track(chosen, "tasks")}
     for r in results.values():
         r["meets_bar"] = r["meets_speedup_bar"] and r["meets_depth_bar"]
     return {
