@@ -45,6 +45,7 @@ import numpy as np
 from contactkit.control.force_qp import ForceQPConfig, solve_force_clip, solve_force_qp
 from contactkit.control.tare import TARE_STEPS, TaredWorld, TareMode, tare_world
 from contactkit.errors import InvalidInputError
+from contactkit.eval import progress
 from contactkit.model import ActionMode
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
 from contactkit.mujoco import MujocoWorld
@@ -282,10 +283,14 @@ def run_experiment(
     if cfg.n_trials < 1 or not variants:
         raise InvalidInputError("the experiment needs at least one socket variant and one trial")
     sockets, logs = [], []
-    for i, variant in enumerate(variants):
-        trials = [run_trial(variant, cfg, [seed, i, j]) for j in range(cfg.n_trials)]
-        sockets.append(summarise(variant, trials, cfg))
-        logs.append(trials)
+    with progress.task("trials", total=len(variants) * cfg.n_trials) as advance:
+        for i, variant in enumerate(variants):
+            trials = []
+            for j in range(cfg.n_trials):
+                trials.append(run_trial(variant, cfg, [seed, i, j]))
+                advance()
+            sockets.append(summarise(variant, trials, cfg))
+            logs.append(trials)
     result = {
         "sockets": sockets,
         "mean_force_reduction": float(np.mean([s["force_reduction"] for s in sockets])),
