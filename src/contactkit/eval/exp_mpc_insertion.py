@@ -28,6 +28,7 @@ import numpy as np
 from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.eval import progress
 from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
 from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
@@ -326,7 +327,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
     wall: dict[str, float] = {}
     missing: list[dict] = []
     names: tuple[str, ...] | None = None
-    for pairing in (SCENE_PAIRING,) if scene is not None else budget.pairings:
+    for pairing in progress.track((SCENE_PAIRING,) if scene is not None else budget.pairings, "pairings"):
         config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
         env = PegInsertionEnv(config, params, scene=scene,
                               observation_dtype=np.float64)  # the agent plans from the observed state
@@ -343,7 +344,7 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
         for name, model in models.items():
             started = time.perf_counter()
             agent = MPCAgent(model, config, goal_reward(env.scene), planner_rng(seed, pairing))
-            for episode in range(budget.episodes_per_pairing):
+            for episode in progress.track(range(budget.episodes_per_pairing), f"{pairing}, {name}: episodes"):
                 record = run_episode(env, agent, episode_seed(seed, pairing, episode), pairing)
                 records.setdefault(name, []).append(record)
                 _LOG.info("%s %s episode %d: success=%s steps=%d distance=%.1f mm replan=%.3f s wall=%.0f s",
