@@ -40,6 +40,7 @@ from contactkit.estimation.tracking import (
     calibrate_noise,
     track,
 )
+from contactkit.eval import progress
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
 from contactkit.eval.worlds import world_pair
@@ -201,7 +202,7 @@ def _evaluate_model(model, episodes, config, seed: int) -> tuple[dict, list[dict
     """Scores per configuration (medians and spread over episodes) and the first episode's time series."""
     per_mode: dict[str, list[dict]] = {m.value: [] for m in TrackingMode}
     series = []
-    for e, (episode, applied, contact, _) in enumerate(episodes):
+    for e, (episode, applied, contact, _) in enumerate(progress.track(episodes, "episodes tracked")):
         episode = _as_model_input(model, episode, applied)
         for m_index, mode in enumerate(TrackingMode):
             result = track(model, episode, config, mode, np.random.default_rng([seed, e, m_index]))
@@ -215,7 +216,7 @@ def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset
             tare: TareMode = TareMode.NONE) -> list:
     """``count`` episodes ``(episode, applied (T, 6), first contact step, tare)`` with seeds ``[seed, offset + k]``."""
     out = []
-    for e in range(count):
+    for e in progress.track(range(count), "episodes recorded"):
         episode, applied, tared = record_episode(scene, world, budget.steps, np.random.default_rng([seed, offset + e]),
                                                  tare)
         out.append((episode, applied, first_contact(episode.wrenches, tared), tared))
@@ -257,7 +258,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     models = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
     result: dict = {"models": {}, "missing": missing}
     all_series = {}
-    for name, model in models.items():
+    for name, model in progress.track(models.items(), "models", total=len(models)):
         calibration = calibrate_noise(model, [_as_model_input(model, ep, applied)
                                               for ep, applied, _, _ in calibration_episodes])
         config = tracking_config(calibration)
