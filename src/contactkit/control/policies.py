@@ -33,6 +33,7 @@ class PolicyName(str, Enum):
     CIRCLE_SLOW = "circle-slow"
     CIRCLE_FAST = "circle-fast"
     TIGHT_SPLINE = "tight-spline"
+    CONTACT_SPLINE = "contact-spline"
     SCREW = "screw"
 
 
@@ -54,6 +55,9 @@ class SplineConfig:
         workspace_gain: displacement added per metre outside the workspace (the virtual spring).
         upright_gain: fraction of the orientation error from the scene's target orientation added back each
             step (the rotational counterpart of the workspace spring; keeps a wrist-held tool from tumbling).
+        z_flip: probability that a knot's z displacement is flipped to point down (``z → −|z|``, before the
+            down bias): the contact-seeking flips of the Act-FIGNet paper's data (App. V: "the target ... along
+            the z-axis is randomly flipped to negative"); 0 draws nothing extra.
     """
 
     n_steps: int = 400
@@ -63,6 +67,15 @@ class SplineConfig:
     down_bias: float = 0.35
     workspace_gain: float = 2.0
     upright_gain: float = 0.15
+    z_flip: float = 0.0
+
+    def __post_init__(self):
+        if not 0.0 <= self.z_flip <= 1.0:
+            raise InvalidInputError(f"SplineConfig.z_flip is a probability in [0, 1], got {self.z_flip}")
+
+
+CONTACT_SPLINE_FLIP = 0.5
+"""``z_flip`` of the ``contact-spline`` policy: half of the knots push down."""
 
 
 class RandomSplinePolicy:
@@ -86,6 +99,9 @@ class RandomSplinePolicy:
         n_knots = c.n_steps // c.knot_every + 2
         lim = np.array([*c.pos_limit, c.rot_limit, c.rot_limit, c.rot_limit])
         knots = rng.uniform(-lim, lim, size=(n_knots, 6))
+        if c.z_flip > 0.0:
+            flip = rng.random(n_knots) < c.z_flip
+            knots[flip, 2] = -np.abs(knots[flip, 2])
         knots[:, 2] -= c.down_bias * lim[2]
         t = np.arange(n_knots) * c.knot_every
         self._plan = np.clip(CubicSpline(t, knots, axis=0)(np.arange(c.n_steps + 1)), -lim * 1.5, lim * 1.5)
@@ -99,6 +115,12 @@ class RandomSplinePolicy:
         a[:3] += self.config.workspace_gain * (np.clip(state.pos, lo, hi) - state.pos)
         a[3:] += _upright_correction(state, self.scene, self.config.upright_gain)
         return a
+
+
+class _ContactSplinePolicy(RandomSplinePolicy):
+    """:class:`RandomSplinePolicy` with contact-seeking z flips (:data:`CONTACT_SPLINE_FLIP`): ``contact-spline``."""
+
+    name = PolicyName.CONTACT_SPLINE
 
 
 class _TightSplinePolicy(RandomSplinePolicy):
@@ -377,6 +399,8 @@ def make_policy(name: str | PolicyName, n_steps: int = 400):
         raise InvalidInputError(f"unknown policy {name!r}; valid: {[p.value for p in PolicyName]}") from None
     if key is PolicyName.RANDOM_SPLINE:
         return RandomSplinePolicy(SplineConfig(n_steps=n_steps))
+    if key is PolicyName.CONTACT_SPLINE:
+        return _ContactSplinePolicy(SplineConfig(n_steps=n_steps, z_flip=CONTACT_SPLINE_FLIP))
     if key is PolicyName.TIGHT_SPLINE:
         return _TightSplinePolicy(tight_spline_config(n_steps))
     if key is PolicyName.SPIRAL:
