@@ -43,6 +43,8 @@ def test_world_file_with_unknown_key_names_it(tmp_path):
                                                                   "ft_mount_pos"),
     ({"command_latency_substeps": -1}, "command_latency_substeps"),
     ({"command_latency_substeps": 2.0}, "command_latency_substeps"),
+    ({"command_latency_substeps": 10**9}, "command_latency_substeps"), ({"tool_inertia": "abc"}, "tool_inertia"),
+    ({"compliance_stiffness": 5.0}, "compliance_stiffness"), ({"ft_mount_quat": (0.0,) * 4}, "ft_mount_quat"),
     ({"compliance_stiffness": (1e5, 1e5, 0.0, 1.0, 1.0, 1.0)}, "compliance_stiffness"),
     ({"compliance_damping": (-1.0,) + (0.0,) * 5}, "compliance_damping"),
     ({"compliance_stiffness": (1e5,) * 6, "compliance_mass": 0.0}, "compliance_mass"),

@@ -24,6 +24,9 @@ PRESET_NAMES = ("nominal", "target", "target-parametric")
 issue 19 (other parameters only); ``target`` adds command latency, flange-tool compliance and the sensor's filter."""
 UNIT_QUAT_TOL = 1e-6
 """Largest ``| |q| - 1 |`` accepted for ``ft_mount_quat`` (a quaternion written with 7 digits passes)."""
+MAX_LATENCY_SUBSTEPS = 100_000
+"""Largest ``command_latency_substeps`` accepted (200 s at the default 2 ms step): a world file cannot make the
+world hold millions of pending commands."""
 INERTIA_TRIANGLE_TOL = 1e-12
 """Slack [kg·m²] of the principal-moment triangle inequality of ``tool_inertia`` (a thin rod's equality passes)."""
 
@@ -128,8 +131,9 @@ class WorldParams:
             raise InvalidInputError(f"world.ft_mount_quat must be a unit quaternion (w, x, y, z), got "
                                     f"{self.ft_mount_quat}")
         lat = self.command_latency_substeps
-        if isinstance(lat, bool) or not isinstance(lat, int) or lat < 0:
-            raise InvalidInputError(f"world.command_latency_substeps must be an integer >= 0, got {lat!r}")
+        if isinstance(lat, bool) or not isinstance(lat, int) or not 0 <= lat <= MAX_LATENCY_SUBSTEPS:
+            raise InvalidInputError(f"world.command_latency_substeps must be an integer in [0, "
+                                    f"{MAX_LATENCY_SUBSTEPS}], got {lat!r}")
         k, c = self.compliance_stiffness, self.compliance_damping
         if any(x < 0 for x in c) or (any(k) and not all(x > 0 for x in k)) or any(x < 0 for x in k):
             raise InvalidInputError(f"world.compliance_stiffness must be all 0 (rigid) or all > 0, and "

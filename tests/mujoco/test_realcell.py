@@ -55,6 +55,20 @@ def test_mount_rotation_and_offset_move_the_reading():
     np.testing.assert_allclose(mounted[:, 3:], (torque - cross(offset, force)) @ rot, atol=1e-9)
 
 
+def test_batched_model_reads_in_the_mounted_frame():
+    """The planner's MuJoCo (MujocoContactModel) applies the same mount to its noise-free readings."""
+    scene = _scene()
+    quat = rotvec_to_quat(np.array([0.2, 0.0, -0.9]))
+    start = BodyState.at_rest(scene.target_pos + [0.0, 0.0, 1e-4])
+    history = BodyState(*(np.asarray(a)[None, None] for a in (start.pos, start.quat, start.lin_vel, start.ang_vel)))
+    action = np.array([[0.5, 0.0, -5.0, 0.0, 0.0, 0.0]])
+    readings = [MujocoContactModel(scene, params, ActionMode.WRENCH).step(history, action)[1][0]
+                for params in (WorldParams(), WorldParams(ft_mount_quat=tuple(quat)))]
+    assert readings[0][2] > 1.0
+    np.testing.assert_allclose(readings[1][:3], readings[0][:3] @ quat_to_mat(quat), atol=1e-9)
+    np.testing.assert_allclose(readings[1][3:], readings[0][3:] @ quat_to_mat(quat), atol=1e-9)
+
+
 def test_engine_world_takes_the_mount_too():
     scene = _scene()
     quat = rotvec_to_quat(np.array([0.0, 0.0, math.pi / 2]))
