@@ -62,6 +62,7 @@ from contactkit.estimation.geometry_belief import (
     update_belief,
     window_steps,
 )
+from contactkit.eval import progress
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import CONTROL_DT_REL_TOL
 from contactkit.model import ActionMode
@@ -277,7 +278,7 @@ def _episode_job(job: tuple) -> Episode:
 
 def _run_jobs(jobs: list[tuple], workers: int) -> list[Episode]:
     with worker_pool(workers) as pool:
-        return list(pool.map(_episode_job, jobs))
+        return list(progress.track(pool.map(_episode_job, jobs), "episodes", total=len(jobs)))
 
 
 def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | None = None) -> dict:
