@@ -48,6 +48,7 @@ import numpy as np
 
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.errors import DatasetError
+from contactkit.eval import progress
 from contactkit.eval.predict_eval import (
     ActionSource,
     EvalConfig,
@@ -201,7 +202,7 @@ def _collect_all(work: Path, budget: PredictionBudget, seed: int,
             ("test", TRAIN_POLICY, budget.test_episodes)]
     sets += [(p, p, budget.ood_episodes) for p in budget.ood]
     paths, twins = {}, {}
-    for k, (name, policy, episodes) in enumerate(sets):
+    for k, (name, policy, episodes) in enumerate(progress.track(sets, "datasets collected")):
         spec = CollectSpec(task="peg-in-hole", shape="hexagon", clearance=1e-3, policy=policy, episodes=episodes,
                            steps=budget.episode_steps, seed=1000 * seed + k + 1, world=world)
         paths[name] = str(work / f"{name}.h5")
@@ -258,12 +259,14 @@ def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed:
         evaluating = [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, None, None,
                                                                     worlds)]
         trained = []
-        for future in as_completed(training):
-            t = future.result()
-            trained.append(t)
-            evaluating += [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, t["name"],
-                                                                         t["checkpoint"])]
-        results = [f.result() for f in evaluating]
+        with progress.task("models trained", total=len(training)) as advance:
+            for future in as_completed(training):
+                t = future.result()
+                trained.append(t)
+                evaluating += [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, t["name"],
+                                                                             t["checkpoint"])]
+                advance()
+        results = [f.result() for f in progress.track(evaluating, "evaluations")]
     order = {name: i for i, name in enumerate(["act-fignet", "fignet-plus", *(m[0] for m in MUJOCO_ROWS)])}
     policies = {name: i for i, name in enumerate((TRAIN_POLICY, *budget.ood))}
     results.sort(key=lambda r: (policies[r["row"]["policy"]], order.get(r["row"]["model"], len(order)),
