@@ -36,6 +36,7 @@ import numpy as np
 
 from contactkit.control.icr import AngularProfile, ProfileKind
 from contactkit.errors import InvalidInputError
+from contactkit.eval import progress
 from contactkit.eval.workers import worker_pool
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.env import sample_goal
@@ -211,7 +212,7 @@ def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path 
                              config.duration, c == traced or i == np.flatnonzero(feasible[c])[0]))
                 keys.append((c, ctrl, world))
     with worker_pool(config.workers) as pool:
-        results = list(pool.map(run_trial, jobs))
+        results = list(progress.track(pool.map(run_trial, jobs), "trials", total=len(jobs)))
     per = {c: {r: [] for r in RUNS} for c in cases}
     for (c, ctrl, world), res in zip(keys, results, strict=True):
         per[c][(ctrl, world)].append(res)

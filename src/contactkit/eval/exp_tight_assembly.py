@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.assembly.reference_data import TRAJECTORY_ROWS
+from contactkit.eval import progress
 from contactkit.eval.tight_assembly_generalization import generalization, pair_depth_net
 from contactkit.eval.tight_assembly_pipeline import (
     TASKS,
@@ -203,4 +204,5 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     config = config or (QUICK if quick else FULL)
     if reference_dir is not None:
         config = dataclasses.replace(config, reference_dir=str(reference_dir))
-    return run_experiment(config, seed, plots)
+    with progress.task("tight-assembly stages done") as advance:  # one step per progress message of the run
+        return run_experiment(config, seed, plots, progress=lambda _message: advance())
