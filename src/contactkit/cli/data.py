@@ -32,7 +32,9 @@ def collect(
     episodes: int = 20,
     steps: int = 400,
     seed: int = 0,
-    world: Annotated[str | None, typer.Option(help="physics: 'nominal', 'target' or a JSON file")] = None,
+    world: Annotated[str | None, typer.Option(
+        help="physics: a preset (nominal, target-parametric, target) or a WorldParams JSON file (docs/worlds.md)")
+    ] = None,
     backend: Annotated[
         str, typer.Option(help="simulator: mujoco (the reference) | engine (contactkit's rigid contact engine)")
     ] = "mujoco",

@@ -23,7 +23,8 @@ OutOpt = Annotated[Path, typer.Option(help="output HDF5 file (appended to if it 
                                       show_default=False)]
 SceneOpt = Annotated[Path | None, typer.Option(
     help="Scene JSON file (contactkit scene, Scene.to_json()): the geometry; train needs it")]
-WorldOpt = Annotated[str | None, typer.Option(help="physics stored with the data: nominal, target or a JSON file")]
+WorldOpt = Annotated[str | None, typer.Option(
+    help="physics stored with the data: nominal, target-parametric, target or a JSON file")]
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", help="control rate in Hz (overrides the mapping's control_rate)")]
 FkOpt = Annotated[str | None, typer.Option(

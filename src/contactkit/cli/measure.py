@@ -86,7 +86,8 @@ def print_summary(result: dict, json_path: Path | None) -> None:
 
 
 SCENE_HELP = "a Scene JSON file (contactkit scene) to run on instead of the built-in scenes, where one is taken"
-WORLD_HELP = "a WorldParams JSON file (or preset name) that acts as reality, where the measurement takes one"
+WORLD_HELP = ("a WorldParams JSON file or preset (nominal, target-parametric, target; docs/worlds.md) that acts as "
+              "reality, where the measurement takes one (default: its stored pairing)")
 MODEL_WORLD_HELP = "a WorldParams JSON file (or preset name) that planning and estimation models assume"
 WORKERS_HELP = "episodes, trials and cases run in parallel on this many workers (same results as serial)"
 RAY_HELP = "address of a running Ray cluster for the workers (default: a local one)"
