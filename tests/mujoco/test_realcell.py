@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from contactkit.engine import EngineWorld
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.mujoco import MujocoContactModel, MujocoWorld
@@ -69,26 +68,12 @@ def test_batched_model_reads_in_the_mounted_frame():
     np.testing.assert_allclose(readings[1][3:], readings[0][3:] @ quat_to_mat(quat), atol=1e-9)
 
 
-def test_engine_world_takes_the_mount_too():
-    scene = _scene()
-    quat = rotvec_to_quat(np.array([0.0, 0.0, math.pi / 2]))
-    readings = []
-    for params in (WorldParams(), WorldParams(ft_mount_quat=tuple(quat))):
-        world = EngineWorld(scene, params)
-        world.reset(BodyState.at_rest(scene.target_pos + [0.0, 0.0, 1e-4]))
-        readings.append([world.step(np.array([0, 0, -5.0, 0, 0, 0]), ActionMode.WRENCH).wrench for _ in range(5)])
-    nominal, mounted = np.array(readings)
-    assert nominal[-1, 2] > 1.0  # the floor pushes up on the tool
-    np.testing.assert_allclose(mounted[:, :3], nominal[:, :3] @ quat_to_mat(quat), atol=1e-9)
-
-
-@pytest.mark.parametrize("world_type", [MujocoWorld, EngineWorld])
-def test_mass_override_falls_by_the_uncompensated_weight(world_type):
+def test_mass_override_falls_by_the_uncompensated_weight():
     """The controller compensates the scene's weight; an absolute tool mass m accelerates by (m₀ − m) g / m."""
     scene = _scene()
     mass = 0.45
     params = WorldParams(tool_mass=mass, linear_damping=0.0)
-    world = world_type(scene, params)
+    world = MujocoWorld(scene, params)
     world.reset(BodyState.at_rest(FREE))
     state = world.step(np.zeros(6), ActionMode.WRENCH).state
     expected = (scene.tool.mass - mass) * G / mass * params.control_dt
@@ -190,13 +175,13 @@ def test_filter_changes_the_reading_not_the_motion():
     np.testing.assert_allclose(filtered[-1], raw[-1], rtol=1e-3, atol=1e-6)
 
 
-def test_models_without_those_states_refuse_them():
+def test_the_batched_model_refuses_what_its_state_cannot_hold():
     scene = _scene()
     for params in (WorldParams(command_latency_substeps=3), WorldParams(ft_filter_hz=30.0), _compliant()):
-        with pytest.raises(InvalidInputError, match="engine world does not model"):
-            EngineWorld(scene, params)
         with pytest.raises(InvalidInputError, match="MujocoContactModel does not model"):
             MujocoContactModel(scene, params)
+
+
 def test_target_is_target_parametric_plus_a_real_cell():
     """The new target differs from the stored results' target only by the real cell's effects (and the physics
     step their stiffness needs, at the same control period); nominal has none of them."""
