@@ -51,15 +51,20 @@ from contactkit.pushing.scene import GRAVITY_MPS2, ObjectKind, PushScene, object
 
 PUSHED_EDGE = {ObjectKind.CUBE: 3, ObjectKind.WEDGE: 2}
 """Edge of :func:`object_polygon` that is pushed (the cube's −x face, the wedge's 85 mm leg; inward normal +x)."""
-KP = 60.0
-"""Joint stiffness ``K_p`` of eq 15 [N m/rad]. Tuned so that PD-only lags in the model by the paper's order
-(measured, one 20 s trapezoid trial per object, goal seed 7: model translation error 11.6 % cube / 13.2 % wedge,
-force error 0.16 / 0.23 N vs Table IV's simulated PD 0.17–0.23 N; "real" world 12.4 / 22.9 %, 0.23 / 0.29 N).
-Stiffer gains track better in both worlds (400 with ``K_v`` = 2: 3.5 % model, 2.3 % real)."""
-KV = 1.0
-"""Joint damping ``K_v`` of eq 15 [N m s/rad]. Kept small: the "real" world evaluates eq 15 explicitly at 1 kHz
-and the wrist joints' inertia is a few 10⁻³ kg m², so ``K_v`` ≳ 5 chatters there (measured with 400/20: both tips
-in contact on 1–20 % of the steps, EE yaw error 0.04 rad, angle error 71 % vs 0.4 % with ``K_v`` = 2)."""
+KP = 1000.0
+"""Joint stiffness ``K_p`` of eq 15 [N m/rad]: the best of the stated grid search of
+:mod:`contactkit.pushing.gains` (MODEL world, 12 training-distribution draws of seed ``GAIN_SEARCH_SEED``, 2 per
+object × profile, domain-randomised; score = mean of translation and angle error %, failures at 100 %). Measured
+(``search_pd_gains()``, 1174 s on the shared 2-core box), score % (translation %, angle %), no failures anywhere:
+K_p 1000: K_v 4 → 1.26 (1.82, 0.70), 2 → 1.43 (2.07, 0.79), 1 → 1.54 (2.23, 0.84); K_p 400: 4 → 2.01 (2.96, 1.05),
+2 → 2.59 (3.86, 1.33), 1 → 3.07 (4.58, 1.56); K_p 150: 4 → 2.82, 2 → 4.24, 1 → 5.72; K_p 60: 4 → 3.30, 2 → 5.53,
+1 → 8.43 (13.3, 3.6). The winner lies at the grid's stiff corner (larger K_p was not tried). The former
+K_p = 60, K_v = 1 had been chosen to make PD-only lag like the paper's (13 % translation) — the worst of the grid."""
+KV = 4.0
+"""Joint damping ``K_v`` of eq 15 [N m s/rad]: the grid search's best (:data:`KP`); the grid stops at 4 a priori,
+since the robot's joint loop (the "real" world) evaluates eq 15 explicitly at 1 kHz and the nominal wrist inertia
+(a few 10⁻³ kg m²) makes explicit damping unstable for ``K_v h / I ≳ 2`` (earlier measurement in the "real" world
+with 400/20: both tips in contact on 1–20 % of the steps, angle error 71 %)."""
 EE_POS_GAIN = 5.0
 """π_H's end-effector position feedback [1/s]: ``v += EE_POS_GAIN (p_des − p)``."""
 EE_ROT_GAIN = 5.0
