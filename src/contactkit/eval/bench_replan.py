@@ -1,14 +1,14 @@
 """Benchmark ``replan``: CPU seconds per iCEM replan of the mpc-insertion agent with each planning model.
 
 Act-FIGNet paper §IV-A and Table IV: the agent replans every 5 control steps with horizon 50, population 20 and 5
-iterations, i.e. 250 batched model steps of 20 sequences per replan; the issue's goal for the learned model is
-≤ 1 s on CPU. ``contactkit experiment mpc-insertion`` reports replan times only for the models whose episodes it
-runs; this benchmark times every model that can be built (:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`,
-Act-FIGNet only from ``--checkpoint``) from the same states, including a learned model whose full episodes would
-take hours on CPU. A checkpoint comes from ``contactkit train --model act-fignet ...`` on target-world data (the
-committed one: ``models/act-fignet-hexagon-target/``), or from ``contactkit experiment prediction-accuracy``; the
-replan time depends on the model's size and on how many contact edges its rollouts build, on its training only
-through those.
+iterations, i.e. 250 batched model steps of 20 sequences per replan; issue 19's goal for the learned model is a median ≤
+2 s on CPU for the triangle, square and hexagon. ``contactkit experiment mpc-insertion`` reports replan times only for
+the models whose episodes it runs; this benchmark times every model that can be built
+(:data:`~contactkit.eval.exp_mpc_insertion.MODEL_FACTORIES`, Act-FIGNet only from ``--checkpoint``) from the same
+states, including a learned model whose full episodes would take hours on CPU. A checkpoint comes from ``contactkit
+train --model act-fignet ...`` on target-world data (the committed one: ``models/act-fignet-hexagon-target/``), or from
+``contactkit experiment prediction-accuracy``; the replan time depends on the model's size and on how many contact edges
+its rollouts build, on its training only through those.
 
 Per pairing the ground-truth agent runs the pairing's first mpc-insertion episode with the experiment's sampling
 stream (the reference episode); every model then plans once, from a fresh sampling distribution, at ``points``
@@ -49,8 +49,8 @@ from contactkit.state import BodyState, stack_states
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
 from contactkit.tasks.reward import goal_reward
 
-GOAL_S = 1.0
-"""The issue's goal for one replan of the learned model on CPU [s]."""
+GOAL_S = 2.0
+"""Issue 19's goal for the median replan of the learned model on CPU [s] (it was 1 s in the earlier MPC issue)."""
 
 REFERENCE = "ground-truth"
 """The peer every model's replan time is divided by."""
