@@ -35,3 +35,22 @@ def test_learn_depth_refuses_bad_arguments(tmp_path):
     (tmp_path / "file").write_text("x")
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "file")])
     assert r.exit_code == 2 and "--out" in r.output
+
+
+def test_learn_depth_warm_start_and_refinement_are_recorded(tmp_path):
+    first = tmp_path / "first"
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(first), "--steps", "30"])
+    assert r.exit_code == 0, r.output
+    init = first / "valid_cube_10mm.safetensors"
+    out = tmp_path / "refined"
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(out), "--steps", "0", "--init",
+                            str(init), "--refine-steps", "5", "--refine-power", "4"])
+    assert r.exit_code == 0, r.output
+    net = load_depth_net(out / "valid_cube_10mm.safetensors", load_mesh(CUBE))
+    assert f"--init {init}" in net.meta["command"] and "--refine-steps 5 --refine-power 4" in net.meta["command"]
+    assert net.meta["init"]["steps"] == 30 and net.meta["refine_steps"] == 5
+    card = (out / "README.md").read_text()
+    assert "started from a network made by" in card and "5 full-batch float64 L-BFGS" in card
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(out), "--steps", "3",
+                            "--mate-poses", "4"])
+    assert r.exit_code == 2 and "mate_poses" in r.output

@@ -233,6 +233,16 @@ def learn_depth(
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
     name: Annotated[str | None, typer.Option(help="file stem (default: hole, bolt, or the mesh file's stem)")] = None,
+    init: Annotated[Path | None, typer.Option(
+        help="start from this network of the same part and domain (warm start; --steps 0: refinement only)")] = None,
+    refine_steps: Annotated[int | None, typer.Option(
+        help="L-BFGS iterations after Adam (default: the preset's)")] = None,
+    refine_power: Annotated[int | None, typer.Option(
+        help="power of the refinement's errors (default: the preset's)")] = None,
+    mate_poses: Annotated[int | None, typer.Option(
+        help="hard-example mining: poses of the mating part whose nodes are mined (presets only; default 0)")] = None,
+    mine_worst: Annotated[int | None, typer.Option(help="mined nodes kept: the worst-fitted")] = None,
+    mine_random: Annotated[int | None, typer.Option(help="mined nodes kept: others at random")] = None,
 ) -> None:
     """Train a part's penetration-depth network from its mesh (tight-tolerance paper §III-A, §V-B) and measure
     its error against the exact signed distance in the ±0.5 mm band."""
@@ -240,7 +250,7 @@ def learn_depth(
 
     import torch
 
-    from contactkit.depth import accuracy, save_depth_net, train_depth_net
+    from contactkit.depth import accuracy, load_depth_net, save_depth_net, train_depth_net
     from contactkit.depth.network import check_device
     from contactkit.depth.presets import part_setup
 
@@ -250,7 +260,11 @@ def learn_depth(
         if threads < 1:
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
-        ps = part_setup(part, coordinates=coordinates, steps=steps, seed=seed)
+        extra = {"refine_steps": refine_steps, "refine_power": refine_power, "mate_poses": mate_poses,
+                 "mine_worst": mine_worst, "mine_random": mine_random}
+        extra = {k: v for k, v in extra.items() if v is not None}
+        ps = part_setup(part, coordinates=coordinates, steps=steps, seed=seed, overrides=extra)
+        start = load_depth_net(init, ps.part) if init is not None else None
         stem = name or {"paper-hole": "hole", "m48-bolt": "bolt"}.get(part, Path(part).stem)
         cfg = ps.config
         console.print(f"{ps.part.name}: {len(ps.part.faces)} triangles, {ps.setup.frame.coordinates.value} "
@@ -261,7 +275,7 @@ def learn_depth(
             def report(step: int, loss: float) -> None:
                 bar.update(job, completed=step, description=f"learn depth {stem} (RMS {loss**0.5 * 1e6:.1f} µm)")
 
-            net = train_depth_net(ps.part, ps.setup, cfg, report, device=device)
+            net = train_depth_net(ps.part, ps.setup, cfg, report, device=device, init=start, mate=ps.mate)
         t0 = time.perf_counter()
         acc = accuracy(net, ps.part, np.random.default_rng(seed + 1), device=device)
         acc["eval_time_s"] = round(time.perf_counter() - t0, 1)
@@ -269,7 +283,9 @@ def learn_depth(
             acc["contact_nodes"] = accuracy(net, ps.part, np.random.default_rng(seed + 1), points=ps.contact_nodes,
                                             device=device)
         command = (f"contactkit learn depth --part {part} --out {out} --coordinates "
-                   f"{ps.setup.frame.coordinates.value} --steps {cfg.steps} --seed {seed}")
+                   f"{ps.setup.frame.coordinates.value} --steps {cfg.steps} --seed {seed}"
+                   + (f" --init {init}" if init is not None else "")
+                   + "".join(f" --{k.replace('_', '-')} {v}" for k, v in extra.items()))
         net = dataclasses_replace_meta(net, {"accuracy": acc, "command": command})
         path = save_depth_net(net, out / f"{stem}.safetensors")
     except ContactkitError as exc:
@@ -317,6 +333,7 @@ def _model_card(net, path: Path) -> str:
         f"{m['train_time_s']} s on this machine",
         f"- accuracy vs the exact signed distance (libigl), ±{acc['band_m'] * 1e3:g} mm band: {_um(acc)}",
     ]
+    lines[-1:-1] = _refinement_lines(m)
     if "contact_nodes" in acc:
         lines.append(f"- accuracy at the mating part's nodes at sampled poses of the fit (within the band): "
                      f"{_um(acc['contact_nodes'])}")
@@ -330,6 +347,23 @@ def _model_card(net, path: Path) -> str:
     lines += ["", "Made by (from the repository root; one torch thread):", "", "```", f"nice -n 10 {m['command']}",
               "```", ""]
     return "\n".join(lines)
+
+
+def _refinement_lines(m: dict) -> list[str]:
+    """The model card's lines on the warm start, the hard-example mining and the L-BFGS refinement (if any)."""
+    out = []
+    if m.get("init"):
+        out.append(f"- started from a network made by `{m['init'].get('command')}` ({m['init'].get('steps')} Adam "
+                   f"steps, {m['init'].get('train_time_s')} s), not from fresh weights")
+    if m.get("mate_poses"):
+        out.append(f"- hard-example mining: the mating part's nodes at {m['mate_poses']} random poses of the fit "
+                   f"({m.get('mate_candidates')} within ±{m['fit_band']} m; before: max "
+                   f"{m.get('mate_max_err_before_um', 0):.1f} µm, RMS {m.get('mate_rms_err_before_um', 0):.1f} µm), "
+                   f"the {m['mine_worst']} worst and {m['mine_random']} others added to the refinement's samples")
+    if m.get("refine_steps"):
+        out.append(f"- refinement: {m['refine_steps']} full-batch float64 L-BFGS iterations on the errors to the "
+                   f"power {m['refine_power']}")
+    return out
 
 
 def dataclasses_replace_meta(net, extra: dict):

@@ -35,6 +35,7 @@ and 74. Neither is kept: the bar is met by none, and both double the RMS and bre
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,10 @@ REACH_PAD = 3e-3
 """[m] how far beyond the hole's wall and opening (and the bolt's top) the domain reaches."""
 THREAD_PAD = 2e-3
 """[m] radial margin of the bolt's domain inside its minor and outside its major radius."""
+SCREW_BELOW = 1e-3
+"""[m] the mined nut poses start with the nut's bottom this far below the bolt's bottom face ..."""
+SCREW_AXIAL = 3e-4
+"""[m] ... and are moved along the axis by up to ± this (past the free play: resting and pressed flanks)."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,15 @@ class PartSetup:
     Attributes:
         contact_nodes: ``(N, 3)`` part-frame positions of the mating tool's nodes at sampled poses of the fit
             (:func:`contact_nodes`; None for a mesh file), where the accuracy matters most.
+        mate: ``mate(rng, poses) -> (N, 3)`` the mating part's nodes at random poses over the whole fit, for the
+            hard-example mining (:mod:`contactkit.depth.mining`; None: no mating part).
     """
 
     part: Part
     setup: DepthSetup
     config: TrainConfig
     contact_nodes: np.ndarray | None = None
+    mate: Callable[[np.random.Generator, int], np.ndarray] | None = None
 
 
 def _posed(nodes: np.ndarray, rotvec, shift) -> np.ndarray:
@@ -104,17 +112,42 @@ def nut_nodes_on_bolt(rng: np.random.Generator, part: Part, poses: int = 20) -> 
     return np.concatenate(out)
 
 
+def nut_nodes_screwed(rng: np.random.Generator, part: Part, poses: int) -> np.ndarray:
+    """Nodes of :func:`contactkit.geometry.nut` in the bolt's frame at ``poses`` poses along the whole screwing
+    travel: raised by ``p u`` and turned by ``handedness · 2π u`` (``u`` uniform: the nut's bottom from
+    :data:`SCREW_BELOW` under the bolt's bottom face to the bolt's top), moved along the axis by up to
+    ±:data:`SCREW_AXIAL`, its bottom and top centres each offset uniformly within the disc of the radial play
+    (so tilted as far as the play lets it). ``(poses·V, 3)`` [m]."""
+    from contactkit.geometry.fasteners import nut
+
+    m = part.meta
+    tool = nut(handedness=m["handedness"])
+    nodes, h, play = tool.vertices, tool.meta["thickness"], tool.meta["play"] / 2
+    out = []
+    for _ in range(poses):
+        z = rng.uniform(-SCREW_BELOW, m["length"])
+        r, a = play * np.sqrt(rng.random(2)), rng.uniform(0, 2 * math.pi, 2)
+        lo, hi = r[0] * np.array([np.cos(a[0]), np.sin(a[0])]), r[1] * np.array([np.cos(a[1]), np.sin(a[1])])
+        tilt = Rotation.from_rotvec([-(hi[1] - lo[1]) / h, (hi[0] - lo[0]) / h, 0.0])
+        turn = Rotation.from_rotvec([0.0, 0.0, m["handedness"] * 2 * math.pi * z / m["p"]])
+        shift = [lo[0], lo[1], z + rng.uniform(-SCREW_AXIAL, SCREW_AXIAL)]
+        out.append((tilt * turn).apply(nodes) + shift)
+    return np.concatenate(out)
+
+
 def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps: int | None = None,
-               seed: int = 0) -> PartSetup:
+               seed: int = 0, overrides: dict | None = None) -> PartSetup:
     """The :class:`PartSetup` of a preset name (:data:`PRESETS`) or a mesh file path (module docstring).
 
     Args:
         coordinates: override the preset's coordinates (e.g. ``"cartesian"`` to measure what symmetry buys).
         steps: override the optimisation steps; seed: sampling/initialisation seed.
+        overrides: other :class:`TrainConfig` fields to override (e.g. ``refine_steps``), by name.
 
     Raises:
         InvalidInputError: unknown name that is no file; GeometryError: a mesh file that is not a closed solid.
     """
+    mate = None
     if name == "paper-hole":
         from contactkit.geometry.assembly_parts import paper_hole
 
@@ -137,6 +170,7 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
                               z_range=(0.0, m["length"] + REACH_PAD))
         config = TrainConfig(samples=300_000, steps=60_000, batch=8192, lr=3e-3, lr_final=1e-7, fit_band=1e-3)
         nodes = nut_nodes_on_bolt(np.random.default_rng(seed + 2), part)
+        mate = lambda rng, poses: nut_nodes_screwed(rng, part, poses)  # noqa: E731
     elif Path(name).is_file():
         from contactkit.geometry.mesh_io import load_mesh
 
@@ -146,5 +180,8 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
         nodes = None
     else:
         raise InvalidInputError(f"--part {name!r}: not one of {list(PRESETS)} and not a mesh file")
-    changes = {"seed": seed, **({"steps": steps} if steps is not None else {})}
-    return PartSetup(part, setup, TrainConfig(**{**config.__dict__, **changes}), nodes)
+    unknown = sorted(set(overrides or {}) - set(TrainConfig.__dataclass_fields__))
+    if unknown:
+        raise InvalidInputError(f"unknown training settings {unknown}")
+    changes = {"seed": seed, **({"steps": steps} if steps is not None else {}), **(overrides or {})}
+    return PartSetup(part, setup, TrainConfig(**{**config.__dict__, **changes}), nodes, mate)

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
+from contactkit.depth.mining import MateSampler, mined_samples, warm_start
 from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
 from contactkit.depth.sampling import OFFSET_SCALES, edge_samples, profile_samples, surface_samples
 from contactkit.devices import check_device
@@ -86,6 +87,9 @@ class TrainConfig:
             the part's axial ends (a thread's ends: chamfer, cut bottom);
         refine_steps: full-batch float64 L-BFGS iterations after Adam (:func:`refine`), with the loss's
             errors raised to refine_power (>= 2: a larger power weighs the largest errors more);
+        mate_poses, mine_worst, mine_random: hard-example mining before the refinement
+            (:mod:`contactkit.depth.mining`): the mating part's nodes at mate_poses poses, of which the
+            mine_worst worst-fitted and mine_random others join the refinement's samples;
         seed: every random draw.
     """
 
@@ -105,11 +109,14 @@ class TrainConfig:
     end_span: float = 0.0
     refine_steps: int = 0
     refine_power: int = 2
+    mate_poses: int = 0
+    mine_worst: int = 0
+    mine_random: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
-        floors = {"samples": 100, "steps": 1, "batch": 1, "hard_every": 1, "refine_steps": 0, "refine_power": 2,
-                  "axial_r_min": 0.0, "end_span": 0.0}
+        floors = {"samples": 100, "steps": 0, "batch": 1, "hard_every": 1, "refine_steps": 0, "refine_power": 2,
+                  "axial_r_min": 0.0, "end_span": 0.0, "mate_poses": 0, "mine_worst": 0, "mine_random": 0}
         bad = [f"{name} must be >= {low}, got {getattr(self, name)}" for name, low in floors.items()
                if not getattr(self, name) >= low]
         shares = ("surface_fraction", "edge_fraction", "hard_fraction", "end_fraction")
@@ -191,14 +198,30 @@ def _scaled_inputs(setup: DepthSetup, points: np.ndarray) -> np.ndarray:
 
 def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
                     progress: Callable[[int, float], None] | None = None, *,
-                    device: torch.device | str = "cpu") -> DepthNet:
+                    device: torch.device | str = "cpu", init: DepthNet | None = None,
+                    mate: MateSampler | None = None) -> DepthNet:
     """Train the §V-B network of ``part`` (module docstring); ``progress(step, loss [m²])`` every 100 steps.
     Samples and initial weights are drawn on the CPU (the same for every device); the steps run on ``device``.
+
+    Args:
+        init: a network of the same part, coordinates and domain to start from instead of fresh weights (a
+            warm start; ``config.steps`` may then be 0: refinement only); ``meta["init"]`` records its own
+            ``command``, steps, seed and training time.
+        mate: the mating part's node sampler for hard-example mining (``config.mate_poses`` > 0).
 
     Returns:
         :class:`DepthNet` with float64 weights and ``meta`` holding the settings, sample count, final loss and
         training time [s] (accuracy is measured separately by :func:`accuracy`).
+
+    Raises:
+        InvalidInputError: ``config.steps`` 0 without ``init``; mining without ``mate``. CheckpointError: an
+            ``init`` of another mesh, frame or domain.
     """
+    if config.steps == 0 and init is None:
+        raise InvalidInputError("steps must be >= 1, got 0 (0 only when starting from an initial network)")
+    if config.mate_poses and mate is None:
+        raise InvalidInputError(f"mate_poses {config.mate_poses}: part {part.name!r} has no mating part's node "
+                                "sampler (only the m48-bolt preset has one)")
     t0 = time.perf_counter()
     rng = np.random.default_rng(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
@@ -211,6 +234,9 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     if config.fit_band >= setup.depth_scale:
         raise InvalidInputError(f"fit_band {config.fit_band:g} m must be below depth_scale {setup.depth_scale:g} m")
     params = _init_weights(x, np.flatnonzero(np.abs(target) < INIT_NEAR), gen, rng)
+    sha = mesh_sha256(part.vertices, part.faces)
+    if init is not None:
+        params = warm_start(init, setup, sha, dtype)
     dev = check_device(device)
     x, y = x.to(dev), y.to(dev)
     params = [p.detach().to(dev).requires_grad_(True) for p in params]
@@ -230,12 +256,22 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
         loss_value = float(loss.detach())
         if progress is not None and (step % 100 == 0 or step == config.steps):
             progress(step, loss_value)
+    mined: dict = {}
+    if config.mate_poses:
+        p, d, mined = mined_samples([q.detach().cpu() for q in params], setup, part, mate, config.mate_poses,
+                                    config.mine_worst, config.mine_random, config.fit_band, config.seed,
+                                    lambda q: _scaled_inputs(setup, q), lambda q: signed_distance(part, q))
+        x = torch.cat([x, torch.as_tensor(_scaled_inputs(setup, p), dtype=dtype, device=dev)])
+        y = torch.cat([y, torch.as_tensor(d, dtype=dtype, device=dev)])
+        mined["n_mined"] = len(p)
     if config.refine_steps:
         params, loss_value = refine(params, x, y, setup.depth_scale, config, progress)
-    meta = {**asdict(config), "n_samples": len(points), "offset_scales_m": list(OFFSET_SCALES),
+    meta = {**asdict(config), "n_samples": len(points), "offset_scales_m": list(OFFSET_SCALES), **mined,
             "final_loss_m2": loss_value, "train_time_s": round(time.perf_counter() - t0, 1)}
+    if init is not None:
+        meta["init"] = {key: init.meta.get(key) for key in ("command", "steps", "seed", "train_time_s")}
     f = setup.frame
-    return DepthNet(part.name, mesh_sha256(part.vertices, part.faces), f.coordinates, f.origin, f.axis, f.ref,
+    return DepthNet(part.name, sha, f.coordinates, f.origin, f.axis, f.ref,
                     f.pitch, f.handedness, setup.feature_lo.copy(), setup.feature_hi.copy(), setup.depth_scale,
                     tuple(p.detach().cpu().to(torch.float64).numpy().copy() for p in params), meta)
 
