@@ -72,6 +72,29 @@ def report(
                   highlight=False, soft_wrap=True)
 
 
+def _rollout(path: Path, index: int, checkpoint: Path | None):
+    """Episode ``index`` of the dataset ``path``, its scene and, with a checkpoint, the model's open-loop prediction
+    (:func:`contactkit.report.render.predicted_episode`): ``(scene, episode, predicted or None, prediction's name,
+    control period [s])``."""
+    from contactkit.data.reader import open_dataset
+    from contactkit.report.render import predicted_episode
+    from contactkit.scene import Scene
+
+    with open_dataset(path) as ds:
+        if not 0 <= index < len(ds):
+            raise InvalidInputError(f"--episode {index} is out of range: {path} holds {len(ds)} episode(s)")
+        episode, scene, meta = ds.episode(index), Scene.from_json(ds.scene_json(index)), ds.meta
+    if checkpoint is None:
+        return scene, episode, None, "", meta.control_dt
+    from contactkit.eval.predictors import resolve_checkpoint
+    from contactkit.models.gnn import GnnContactModel
+
+    checkpoint = resolve_checkpoint(checkpoint)
+    model = GnnContactModel.from_checkpoint(checkpoint, scene, action_mode=meta.action_mode)
+    predicted = predicted_episode(episode, model, meta.action_mode)
+    return scene, episode, predicted, f"predicted ({checkpoint.name})", meta.control_dt
+
+
 @app.command()
 def render(
     path: Annotated[Path, typer.Argument(help="HDF5 dataset (contactkit collect)")],
@@ -87,16 +110,38 @@ def render(
 ) -> None:
     """Render one episode with MuJoCo's off-screen renderer (EGL, else OSMesa): the tool and environment meshes,
     the F/T reading as arrows (force red, torque blue), contact points green; a model's prediction beside it."""
-    from contactkit.report.render import RenderConfig, render_dataset_episode
+    from contactkit.report.render import RenderConfig, check_video_path, episode_frames, write_video
 
     try:
         config = RenderConfig(width=width, height=height, stride=stride)
         check_outputs((out, "--out", not out.suffix))
-        if checkpoint is not None:
-            from contactkit.eval.predictors import resolve_checkpoint
+        check_video_path(out)
+        scene, recorded, predicted, name, control_dt = _rollout(path, episode, checkpoint)
+        frames = episode_frames(scene, recorded, config, predicted, title="measured", predicted_title=name)
+        written = write_video(frames, out, fps=1.0 / (control_dt * config.stride))
+    except ContactkitError as exc:
+        fail(exc)
+    console.print(f"wrote {written}", soft_wrap=True, markup=False, highlight=False)
 
-            checkpoint = resolve_checkpoint(checkpoint)
-        written = render_dataset_episode(path, episode, out, checkpoint, config)
+
+@app.command()
+def view(
+    path: Annotated[Path, typer.Argument(help="HDF5 dataset (contactkit collect)")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="the HTML page to write (self-contained)")],
+    episode: Annotated[int, typer.Option(help="episode index, 0 .. episodes - 1")] = 0,
+    checkpoint: Annotated[Path | None, typer.Option(help="a trained Act-FIGNet checkpoint (.safetensors file or "
+                                                         "training folder): its open-loop prediction is shown too")
+                          ] = None,
+) -> None:
+    """An interactive 3-D page of one episode: scrub through time, play, orbit and zoom; meshes, poses, F/T arrows,
+    contact points, and a model's prediction beside the recording. One file, no library, nothing fetched."""
+    from contactkit.report.viewer import write_viewer
+
+    try:
+        check_outputs((out, "--out", False))
+        scene, recorded, predicted, name, _ = _rollout(path, episode, checkpoint)
+        written = write_viewer(out, scene, recorded, predicted, name, title=f"{scene.name}: episode {episode} of "
+                               f"{path.name}")
     except ContactkitError as exc:
         fail(exc)
     console.print(f"wrote {written}", soft_wrap=True, markup=False, highlight=False)

@@ -16,17 +16,20 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
-from contactkit.data.schema import Episode
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.files import write_atomic
 from contactkit.mujoco.mjcf import scene_to_mjcf
 from contactkit.physics import load_world
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
+
+if TYPE_CHECKING:  # report and data are one layer: an Episode is taken, never imported
+    from contactkit.data.schema import Episode
 
 GL_BACKENDS = ("egl", "osmesa")
 """Off-screen OpenGL backends tried in this order when ``MUJOCO_GL`` is not set."""
@@ -98,6 +101,25 @@ def gl_context(width: int, height: int):
                       "osmesa, or install libegl1 / libosmesa6): " + "; ".join(errors))
 
 
+class ContactProbe:
+    """MuJoCo's contact points of a scene with the tool at a given pose (collision only, no dynamics, no OpenGL).
+
+    Args:
+        scene: the scene (its MJCF is :func:`contactkit.mujoco.mjcf.scene_to_mjcf` under the nominal world).
+    """
+
+    def __init__(self, scene: Scene):
+        self.model = mujoco.MjModel.from_xml_string(scene_to_mjcf(scene, load_world("nominal")))
+        self.data = mujoco.MjData(self.model)
+
+    def points(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """``(K, 3)`` contact points [m, world] with the tool frame at ``pos`` ``(3,)``, ``quat`` ``(4,)``
+        (w, x, y, z; normalised here)."""
+        self.data.qpos[0:3], self.data.qpos[3:7] = pos, quat / np.linalg.norm(quat)
+        mujoco.mj_fwdPosition(self.model, self.data)
+        return np.array([self.data.contact[i].pos for i in range(self.data.ncon)]).reshape(-1, 3)
+
+
 class EpisodeRenderer:
     """Draws a scene's meshes with the tool at given poses, off-screen.
 
@@ -108,12 +130,12 @@ class EpisodeRenderer:
 
     def __init__(self, scene: Scene, config: RenderConfig = RenderConfig()):
         self.scene, self.config = scene, config
-        self.model = mujoco.MjModel.from_xml_string(scene_to_mjcf(scene, load_world("nominal")))
+        self._probe = ContactProbe(scene)
+        self.model, self.data = self._probe.model, self._probe.data
         self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, config.width)
         self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, config.height)
         self.model.vis.headlight.ambient[:] = 0.35
         self.model.vis.headlight.diffuse[:] = 0.6
-        self.data = mujoco.MjData(self.model)
         self._context, self.backend = gl_context(config.width, config.height)
         self._scene = mujoco.MjvScene(self.model, maxgeom=MAX_GEOMS)
         self._mjr = mujoco.MjrContext(self.model, mujoco.mjtFontScale.mjFONTSCALE_100)
@@ -130,10 +152,9 @@ class EpisodeRenderer:
         self._viewport = mujoco.MjrRect(0, 0, config.width, config.height)
 
     def contacts(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
-        """``(K, 3)`` MuJoCo's contact points [m, world] with the tool at ``pos`` ``(3,)``, ``quat`` ``(4,)``."""
-        self.data.qpos[0:3], self.data.qpos[3:7] = pos, quat / np.linalg.norm(quat)
-        mujoco.mj_fwdPosition(self.model, self.data)
-        return np.array([self.data.contact[i].pos for i in range(self.data.ncon)]).reshape(-1, 3)
+        """``(K, 3)`` MuJoCo's contact points [m, world] with the tool at ``pos``, ``quat`` (:class:`ContactProbe`);
+        also poses the tool for the next :meth:`frame`."""
+        return self._probe.points(pos, quat)
 
     def frame(self, pos: np.ndarray, quat: np.ndarray, wrench: np.ndarray | None, label: str = "") -> np.ndarray:
         """One image ``(height, width, 3)`` uint8 RGB.
@@ -308,30 +329,3 @@ def predicted_episode(episode: Episode, model, action_mode) -> Episode:
     full = np.concatenate([states[:t0 + 1], pred.as_array()[0]])
     return dataclasses.replace(episode, pos=full[:, 0:3], quat=full[:, 3:7], lin_vel=full[:, 7:10],
                                ang_vel=full[:, 10:13], wrench=np.concatenate([episode.wrench[:t0], wrench[0]]))
-
-
-def render_dataset_episode(path: str | Path, index: int, out: str | Path, checkpoint: str | Path | None = None,
-                           config: RenderConfig = RenderConfig()) -> Path:
-    """Render episode ``index`` of the HDF5 dataset ``path`` to ``out`` (see :func:`write_video`); with a trained
-    Act-FIGNet ``checkpoint`` (a ``.safetensors`` file) its open-loop prediction (:func:`predicted_episode`) is
-    drawn beside the recording. The video plays in real time (the file's control period times ``stride``).
-
-    Raises:
-        DatasetError: a bad file or episode index. CheckpointError: a bad checkpoint. RenderError: no OpenGL.
-    """
-    from contactkit.data.reader import open_dataset
-
-    check_video_path(out)
-    with open_dataset(path) as ds:
-        if not 0 <= index < len(ds):
-            raise InvalidInputError(f"--episode {index} is out of range: {path} holds {len(ds)} episode(s)")
-        episode, scene, meta = ds.episode(index), Scene.from_json(ds.scene_json(index)), ds.meta
-    predicted = None
-    if checkpoint is not None:
-        from contactkit.models.gnn import GnnContactModel
-
-        model = GnnContactModel.from_checkpoint(checkpoint, scene, action_mode=meta.action_mode)
-        predicted = predicted_episode(episode, model, meta.action_mode)
-    frames = episode_frames(scene, episode, config, predicted, title="measured",
-                            predicted_title=f"predicted ({Path(checkpoint).name})" if checkpoint else "")
-    return write_video(frames, out, fps=1.0 / (meta.control_dt * config.stride))
