@@ -80,23 +80,28 @@ def learn_pushing(
     wall_limit: Annotated[float | None, typer.Option(
         help="stop at the first episode end after this many seconds (the card records the steps done)")] = None,
     train_freq: Annotated[int, typer.Option(help="environment steps per DDPG gradient step")] = 4,
+    episode_steps: Annotated[int, typer.Option(
+        help="steps per episode (2000 = 20 s at 100 Hz, §IV-A; fewer only for smoke tests)")] = 2000,
 ) -> None:
     """Train the residual pushing policy (DDPG + OU noise, hybrid model, domain randomisation) on one torch thread."""
     from contactkit.pushing.residual import save_residual, train_residual
 
     try:
         check_outputs((out, "--out", True))
-        if steps < 1 or train_freq < 1:
-            raise InvalidInputError(f"--steps and --train-freq must be >= 1, got {steps}, {train_freq}")
+        if steps < 1 or train_freq < 1 or episode_steps < 2:
+            raise InvalidInputError(f"--steps and --train-freq must be >= 1 and --episode-steps >= 2, got {steps}, "
+                                    f"{train_freq}, {episode_steps}")
         command = (f"nice -n 10 contactkit learn pushing --out {out} --steps {steps} --seed {seed} "
-                   f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else ""))
+                   f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else "")
+                   + (f" --episode-steps {episode_steps}" if episode_steps != 2000 else ""))
         with progress() as bar:
             job = bar.add_task("learn pushing", total=steps)
 
             def report(done: int, total: int, ret: float) -> None:
                 bar.update(job, completed=done, description=f"learn pushing (last return {ret:.0f})")
 
-            result = train_residual(steps, seed, report, train_freq=train_freq, wall_limit_s=wall_limit)
+            result = train_residual(steps, seed, report, episode_steps=episode_steps, train_freq=train_freq,
+                                    wall_limit_s=wall_limit, learning_starts=min(1000, 2 * episode_steps))
         out.mkdir(parents=True, exist_ok=True)
         path = save_residual(result.policy, out / ACTOR_FILE)
     except ContactkitError as exc:
