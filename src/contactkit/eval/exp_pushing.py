@@ -249,6 +249,13 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def narrowing(options: dict) -> list[str]:
+    """Why harness ``options`` cut a run below the full protocol (:func:`contactkit.eval.store.narrowing`):
+    ``workers`` does not (results do not depend on it) nor does ``checkpoint`` (another actor, recorded);
+    ``config`` does."""
+    return [f"--{k} {v}" for k, v in options.items() if k not in ("workers", "checkpoint") and v is not None]
+
+
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         checkpoint: str | Path | None = None, workers: int | None = None,
         config: PushingConfig | None = None) -> dict:
