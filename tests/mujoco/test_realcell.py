@@ -12,6 +12,7 @@ import pytest
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.mujoco import MujocoContactModel, MujocoWorld
+from contactkit.mujoco.mjcf import FLANGE_INERTIA
 from contactkit.mujoco.realcell import COMPLIANCE_MAX_OMEGA_DT, compliance_modes
 from contactkit.mujoco.substeps import low_pass
 from contactkit.physics import WorldParams, load_world
@@ -141,6 +142,24 @@ def test_compliance_static_deflection_is_force_over_stiffness():
     others = world.data.qpos[[world._compliance_q[i] for i in (0, 1, 3, 4, 5)]]
     assert np.abs(others).max() < STATIC_REL * abs(qz)
     assert np.linalg.norm(world.state().pos - world.data.xpos[world._driven]) == pytest.approx(abs(qz), rel=1e-6)
+
+
+def test_compliance_torsion_carries_the_tools_share_of_a_torque():
+    """Without gravity, a torque τ about the tool axis spins flange and tool together; the torsion spring carries
+    the tool's share I_tool / (I_tool + I_flange) τ, so it twists by that over k (the axis through both centres of
+    mass and the sensor, so nothing else couples)."""
+    scene = _scene()
+    params = _compliant(gravity=False)
+    world = MujocoWorld(scene, params)
+    world.reset(BodyState.at_rest(FREE))
+    torque = 0.01
+    for _ in range(10):
+        world.step(np.array([0, 0, 0, 0, 0, torque]), ActionMode.WRENCH)
+    tool_z = scene.tool.inertia[2, 2]
+    flange_z = params.wrist_armature + FLANGE_INERTIA
+    share = tool_z / (tool_z + flange_z) * torque
+    assert world.data.qpos[world._compliance_q[5]] == pytest.approx(-share / params.compliance_stiffness[5],
+                                                                    rel=STATIC_REL)
 
 
 def test_compliance_too_stiff_for_the_timestep_is_refused():
