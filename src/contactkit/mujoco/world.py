@@ -172,7 +172,7 @@ class MujocoWorld:
             feedforward = feedforward + command
             m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         # xfrc_applied acts at the centre of mass: move the torque reference from the tool origin.
-        lever = d.xmat[self._body].reshape(3, 3) @ self.scene.tool.com
+        lever = d.xmat[self._driven].reshape(3, 3) @ self.scene.tool.com  # the driven body's centre of mass
         d.xfrc_applied[self._driven, :3] = feedforward[:3]
         d.xfrc_applied[self._driven, 3:] = feedforward[3:] - cross(lever, feedforward[:3])
         self._feedforward = feedforward
