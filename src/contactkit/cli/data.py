@@ -43,6 +43,11 @@ def collect(
     scene: Annotated[Path | None, typer.Option(
         help="a Scene JSON file (contactkit scene) to collect on instead of the built-in peg-in-hole scene "
              "(then --shape, --clearance and --slot-shape are not taken)")] = None,
+    workers: Annotated[int, typer.Option(
+        help="episodes run in parallel on this many Ray workers; this process alone writes OUT, in episode order, "
+             "the same file as a serial run (docs/scale.md)")] = 1,
+    ray_address: Annotated[str | None, typer.Option(
+        help="address of a running Ray cluster for the workers (HOST:PORT or auto; default: a local one)")] = None,
 ) -> None:
     """Collect trajectories (state, action, F/T) into an HDF5 dataset."""
     from contactkit.data.collect import CollectSpec
@@ -86,7 +91,7 @@ def collect(
             bar.update(job, completed=done)
 
         try:
-            written = run_collect(spec, str(out), progress=report)
+            written = run_collect(spec, str(out), progress=report, workers=workers, ray_address=ray_address)
         finally:
             if bar.live.is_started:
                 bar.stop()

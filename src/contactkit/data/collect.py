@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from contactkit.control.policies import make_policy
+from contactkit.data.parallel import RayPool, uses_ray
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
 from contactkit.errors import InvalidInputError
@@ -180,34 +182,56 @@ def dataset_meta(spec: CollectSpec) -> DatasetMeta:
     )
 
 
-def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | None = None) -> int:
+def collect_episode(spec: CollectSpec, episode: int) -> Episode:
+    """Episode number ``episode`` of ``spec``: a pure function of the two (its generator is
+    ``default_rng([spec.seed, episode])``, its scene's ``default_rng([spec.seed, episode, 1])``), so any process
+    or machine computes the same episode."""
+    rng = np.random.default_rng([spec.seed, episode])
+    scene = spec.scene(np.random.default_rng([spec.seed, episode, 1]))
+    world = make_world(spec.backend, scene, spec.world, rng)
+    start = random_start(scene, rng, spec.start_xy, spec.start_tilt)
+    ep = run_episode(world, make_policy(spec.policy, spec.steps), spec.steps, start, rng, seed=spec.seed)
+    if spec.task == "random-scene":
+        ep = dataclasses.replace(ep, scene=scene.to_json())
+    return ep
+
+
+def _episode_job(job: tuple[CollectSpec, int]) -> Episode:
+    """:func:`collect_episode` of a ``(spec, episode)`` job (a Ray task)."""
+    return collect_episode(*job)
+
+
+def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | None = None, workers: int = 1,
+            ray_address: str | None = None) -> int:
     """Collect ``spec.episodes`` episodes into ``out``, resuming after the last committed one.
+
+    With ``workers > 1`` or a ``ray_address`` the episodes run as Ray tasks (:class:`~contactkit.data.parallel.RayPool`)
+    and this process alone writes them, in episode order; each episode is :func:`collect_episode` of its index,
+    so the file holds the same episodes, bit for bit, as a serial run (``docs/scale.md``).
 
     Args:
         spec: what to collect.
         out: HDF5 path; an existing dataset with the same meta is resumed, a different one refused.
         progress: called as ``progress(done, total)`` after each committed episode.
+        workers: episodes running at a time (1 and no ``ray_address``: in this process, no Ray).
+        ray_address: a running Ray cluster (``HOST:PORT``, ``auto``); None: a local instance of ``workers`` CPUs.
 
     Returns:
         Number of episodes written by this call.
     """
+    parallel = uses_ray(workers, ray_address)
     written = 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:
         if progress:
             progress(writer.n_committed, spec.episodes)
-        for episode in range(writer.n_committed, spec.episodes):
-            rng = np.random.default_rng([spec.seed, episode])
-            scene = spec.scene(np.random.default_rng([spec.seed, episode, 1]))
-            world = make_world(spec.backend, scene, spec.world, rng)
-            start = random_start(scene, rng, spec.start_xy, spec.start_tilt)
-            ep = run_episode(
-                world, make_policy(spec.policy, spec.steps), spec.steps, start, rng, seed=spec.seed
-            )
-            if spec.task == "random-scene":
-                ep = dataclasses.replace(ep, scene=scene.to_json())
-            writer.append_episode(ep)
-            written += 1
-            if progress:
-                progress(episode + 1, spec.episodes)
+        todo = range(writer.n_committed, spec.episodes)
+        with RayPool(workers, ray_address) if parallel and todo else nullcontext() as pool:
+            episodes = (pool.imap(_episode_job, [(spec, k) for k in todo]) if pool is not None
+                        else (collect_episode(spec, k) for k in todo))
+            for episode, ep in zip(todo, episodes, strict=True):
+                writer.append_episode(ep)
+                written += 1
+                if progress:
+                    progress(episode + 1, spec.episodes)
     return written

@@ -1,0 +1,151 @@
+"""Jobs on a Ray cluster: ``workers`` tasks at a time, results in submission order (``docs/scale.md``).
+
+Collection (:func:`contactkit.data.collect.collect`) and the experiments (:mod:`contactkit.eval.workers`) run
+many independent jobs — episodes, trials, cases — each a pure function of its job (seeds included), so the
+results do not depend on where or in which order the jobs run. :class:`RayPool` runs them as Ray tasks of one
+CPU each: on a local Ray instance it starts itself (``num_cpus = workers``), or on a running cluster given by its
+address (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on the others). Jobs and their
+functions are pickled (functions by reference: every machine needs the same contactkit installed); results come
+back to the calling process, which alone writes files.
+
+Ray is the optional extra ``contactkit[scale]``; without it, only the serial path (``workers=1``, no address)
+runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+
+from contactkit.errors import InvalidInputError
+
+RAY_INSTALL_HINT = "pip install 'contactkit[scale]' (ray)"
+"""How to get Ray, named by the error raised when it is missing."""
+
+RESULTS_BUFFERED_PER_WORKER = 4
+"""Finished results that :meth:`RayPool.imap` holds per worker while an earlier job still runs (bounds memory)."""
+
+LOCAL_ADDRESS = "local"
+"""``ray.init`` address that starts a new local Ray instance (never joins one that happens to run)."""
+
+
+def check_workers(workers: int, ray_address: str | None = None) -> None:
+    """Refuse a worker count that is not an integer >= 1, or an empty address (``--workers``/``--ray-address``)."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidInputError(f"--workers must be an integer >= 1, got {workers!r}")
+    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
+        raise InvalidInputError(f"--ray-address must name a Ray cluster (HOST:PORT, 'auto' or ray://HOST:PORT), "
+                                f"got {ray_address!r}")
+
+
+def uses_ray(workers: int, ray_address: str | None = None) -> bool:
+    """Whether ``workers``/``ray_address`` ask for Ray (more than one worker, or a cluster address)."""
+    check_workers(workers, ray_address)
+    return workers > 1 or ray_address is not None
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise InvalidInputError(f"--workers > 1 and --ray-address run on Ray, which is not installed: "
+                                f"{RAY_INSTALL_HINT}") from None
+    return ray
+
+
+def _run_job(fn: Callable, job):
+    """A Ray task: ``fn(job)`` with one torch thread (jobs are small; threads would contend for the cores)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return fn(job)
+
+
+class RayPool:
+    """Run jobs on Ray, ``workers`` at a time; a context manager (it connects on enter).
+
+    On enter it uses the Ray instance this process is already connected to, else connects to ``address`` (a running
+    cluster: ``HOST:PORT``, ``auto``, ``ray://HOST:PORT``), else starts a local instance of ``workers`` CPUs on
+    127.0.0.1; on exit it shuts down only what it started or connected to. Each job is a task of one CPU.
+
+    Args:
+        workers: jobs running at a time (>= 1).
+        address: a running Ray cluster, or None for a local instance.
+    """
+
+    def __init__(self, workers: int, address: str | None = None):
+        check_workers(workers, address)
+        self.workers, self.address = workers, address
+        self._running: list = []
+        self._owner = False
+
+    def __enter__(self) -> RayPool:
+        ray = _import_ray()
+        if not ray.is_initialized():
+            local = self.address is None
+            try:
+                ray.init(address=LOCAL_ADDRESS if local else self.address, num_cpus=self.workers if local else None,
+                         include_dashboard=False if local else None, log_to_driver=False,
+                         logging_level=logging.WARNING, configure_logging=True)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = "start a local Ray instance" if local else f"connect to the Ray cluster at {self.address}"
+                raise InvalidInputError(f"--ray-address {self.address}: cannot {where} ({exc})") from None
+            self._owner = True
+        self._ray = ray
+        self._task = ray.remote(num_cpus=1)(_run_job)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._running:
+            for ref in self._running:
+                self._ray.cancel(ref)
+            self._running = []
+        if self._owner:
+            self._ray.shutdown()
+            self._owner = False
+
+    def _throttle(self, limit: int) -> None:
+        """Wait until fewer than ``limit`` submitted tasks are still running."""
+        while len(self._running) >= limit:
+            _, self._running = self._ray.wait(self._running, num_returns=1)
+
+    def submit(self, fn: Callable, job) -> Future:
+        """Run ``fn(job)`` on a worker (waits while ``workers`` tasks run); its :class:`~concurrent.futures.Future`
+        (usable with ``concurrent.futures.as_completed``)."""
+        self._throttle(self.workers)
+        ref = self._task.remote(fn, job)
+        self._running.append(ref)
+        return ref.future()
+
+    def imap(self, fn: Callable, jobs: Iterable) -> Iterator:
+        """``fn(job)`` of each job, in the jobs' order, as each becomes due; at most ``workers`` jobs run at a time
+        and at most :data:`RESULTS_BUFFERED_PER_WORKER` × ``workers`` finished results wait for an earlier one."""
+        pending, buffer = iter(jobs), RESULTS_BUFFERED_PER_WORKER * self.workers
+        running, finished, submitted, due, exhausted = {}, {}, 0, 0, False
+        try:
+            while True:
+                while not exhausted and len(running) < self.workers and len(finished) < buffer:
+                    try:
+                        job = next(pending)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    running[self._task.remote(fn, job)] = submitted
+                    submitted += 1
+                if due in finished:
+                    yield self._ray.get(finished.pop(due))
+                    due += 1
+                elif not running:
+                    return
+                else:
+                    ready, _ = self._ray.wait(list(running), num_returns=1)
+                    for ref in ready:
+                        finished[running.pop(ref)] = ref
+        finally:
+            for ref in running:
+                self._ray.cancel(ref)
+
+    def map(self, fn: Callable, jobs: Iterable) -> list:
+        """``[fn(job) for job in jobs]``, run on the workers."""
+        return list(self.imap(fn, jobs))

@@ -1,0 +1,116 @@
+"""Collection on Ray workers writes the serial run's file: every dataset and attribute equal (the creation time
+aside), and the same bytes outside that attribute; a resumed run continues it; the CLI starts and stops its own
+local Ray instance."""
+
+import math
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import as_completed
+
+import h5py
+import numpy as np
+import pytest
+
+from contactkit.data.collect import CollectSpec, collect
+from contactkit.data.parallel import RayPool, check_workers, uses_ray
+from contactkit.errors import InvalidInputError
+
+STEPS = 30
+RAY_PROCESS_NAMES = ("raylet", "gcs_server")
+SHUTDOWN_WAIT_S = 20.0
+
+
+def _contents(path) -> tuple[dict, dict]:
+    """``({dataset name: array}, {attribute: value})`` of an HDF5 file, the creation time left out."""
+    datasets = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: datasets.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        attrs = {k: v for k, v in f.attrs.items() if k != "created"}
+    return datasets, attrs
+
+
+def assert_same_file(a, b) -> None:
+    (da, aa), (db, ab) = _contents(a), _contents(b)
+    assert da.keys() == db.keys() and len(da) > 0
+    for name in da:
+        assert da[name].dtype == db[name].dtype and np.array_equal(da[name], db[name]), name
+    assert aa.keys() == ab.keys()
+    for key in aa:
+        assert np.array_equal(aa[key], ab[key]), key
+    bytes_a, bytes_b = open(a, "rb").read(), open(b, "rb").read()
+    assert len(bytes_a) == len(bytes_b)
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        created_a, created_b = fa.attrs["created"], fb.attrs["created"]
+    differing = sum(x != y for x, y in zip(bytes_a, bytes_b, strict=True))
+    assert differing <= sum(x != y for x, y in zip(created_a, created_b, strict=True))  # only the creation time
+
+
+@pytest.mark.parametrize("task", ["peg-in-hole", "random-scene"])
+def test_two_ray_workers_write_the_serial_file(tmp_path, ray_cluster, task):
+    spec = CollectSpec(task=task, episodes=5, steps=STEPS, seed=7)
+    assert collect(spec, str(tmp_path / "serial.h5")) == 5
+    done = []
+    assert collect(spec, str(tmp_path / "ray.h5"), progress=lambda d, t: done.append(d), workers=2) == 5
+    assert done == [0, 1, 2, 3, 4, 5]  # committed in episode order
+    assert_same_file(tmp_path / "serial.h5", tmp_path / "ray.h5")
+
+
+def test_a_parallel_run_resumes_a_serial_one(tmp_path, ray_cluster):
+    spec = CollectSpec(episodes=4, steps=STEPS, seed=2)
+    collect(spec, str(tmp_path / "serial.h5"))
+    collect(CollectSpec(episodes=2, steps=STEPS, seed=2), str(tmp_path / "resumed.h5"))
+    assert collect(spec, str(tmp_path / "resumed.h5"), workers=2) == 2
+    assert collect(spec, str(tmp_path / "resumed.h5"), workers=2) == 0  # nothing left: no task runs
+    assert_same_file(tmp_path / "serial.h5", tmp_path / "resumed.h5")
+
+
+def test_ray_pool_keeps_the_jobs_order_and_gives_futures(ray_cluster):
+    with RayPool(2) as pool:
+        assert pool.map(math.sqrt, [float(k * k) for k in range(12)]) == [float(k) for k in range(12)]
+        futures = {pool.submit(math.sqrt, float(k * k)): k for k in range(5)}
+        assert sorted((f.result(), futures[f]) for f in as_completed(futures)) == [(float(k), k) for k in range(5)]
+        first = pool.imap(math.sqrt, [1.0, 4.0, 9.0, 16.0])
+        assert next(first) == 1.0
+        first.close()  # an abandoned iteration cancels what still runs
+    assert ray_cluster.is_initialized()  # the pool leaves an instance it did not start running
+
+
+def test_bad_worker_counts_and_addresses_are_refused(tmp_path):
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(InvalidInputError, match="--workers"):
+            check_workers(bad)
+    with pytest.raises(InvalidInputError, match="--ray-address"):
+        check_workers(2, " ")
+    assert not uses_ray(1) and uses_ray(2) and uses_ray(1, "auto")
+    with pytest.raises(InvalidInputError, match="--workers"):
+        collect(CollectSpec(episodes=1, steps=2), str(tmp_path / "x.h5"), workers=0)
+    assert not (tmp_path / "x.h5").exists()
+
+
+def _ray_pids() -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")[0]
+        except (OSError, ValueError):
+            continue
+        if any(os.path.basename(command).decode(errors="replace").startswith(n) for n in RAY_PROCESS_NAMES):
+            pids.add(int(entry))
+    return pids
+
+
+def test_cli_collect_on_its_own_local_ray_instance_matches_serial_and_leaves_no_process(tmp_path):
+    before = _ray_pids()
+    collect(CollectSpec(episodes=3, steps=STEPS, seed=4), str(tmp_path / "serial.h5"))
+    run = subprocess.run([sys.executable, "-m", "contactkit", "collect", "--episodes", "3", "--steps", str(STEPS),
+                          "--seed", "4", "--out", str(tmp_path / "ray.h5"), "--workers", "2"],
+                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert_same_file(tmp_path / "serial.h5", tmp_path / "ray.h5")
+    deadline = time.monotonic() + SHUTDOWN_WAIT_S
+    while _ray_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _ray_pids() - before
