@@ -276,14 +276,16 @@ def _episode_job(job: tuple) -> Episode:
     return run_episode(make_task(name), Method(method), theta, config, np.random.default_rng(seed))
 
 
-def _run_jobs(jobs: list[tuple], workers: int) -> list[Episode]:
-    with worker_pool(workers) as pool:
+def _run_jobs(jobs: list[tuple], workers: int, ray_address: str | None = None) -> list[Episode]:
+    with worker_pool(workers, ray_address) as pool:
         return list(progress.track(pool.map(_episode_job, jobs), "episodes", total=len(jobs)))
 
 
-def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | None = None) -> dict:
+def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | None = None,
+                   ray_address: str | None = None) -> dict:
     """All tasks × methods × cases of seeds ``seed .. seed + repeats - 1`` (module docstring); figures in ``plots``
-    when given."""
+    when given. Episodes run ``config.workers`` at a time (:func:`~contactkit.eval.workers.worker_pool`; on the Ray
+    cluster at ``ray_address`` if given); the result does not depend on where."""
     if config.n_cases < 1 or config.repeats < 1:
         raise InvalidInputError(f"placement: n_cases and repeats must be at least 1, got {config.n_cases} and "
                                 f"{config.repeats}")
@@ -301,7 +303,7 @@ def run_experiment(config: PlacementConfig, seed: int = 0, plots: str | Path | N
         jobs = [(task.name.value, method.value, theta, config,
                  stream_key(seeds[k // n], ids[t], list(Method).index(method), k % n, stream=Stream.EPISODE))
                 for t, task in enumerate(tasks) for method in methods for k, theta in enumerate(cases[t])]
-        done = iter(_run_jobs(jobs, config.workers))
+        done = iter(_run_jobs(jobs, config.workers, ray_address))
         for t, task in enumerate(tasks):
             entry = {"unit": "deg" if task.angle_error else "mm", "params": list(task.param_names),
                      "theta_gt": cases[t].tolist()}
@@ -378,12 +380,14 @@ def markdown(result: dict) -> str:
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
-        config: PlacementConfig | None = None, world: str | None = None, model_world: str | None = None) -> dict:
+        config: PlacementConfig | None = None, world: str | None = None, model_world: str | None = None,
+        workers: int | None = None, ray_address: str | None = None) -> dict:
     """Harness entry point: the quick or full budget (``config`` replaces it, for smoke tests). CPU only.
 
     ``world`` (the MuJoCo "real" world) and ``model_world`` (what the estimators' differentiable model assumes):
     preset names or WorldParams JSON paths (:func:`contactkit.physics.load_world`); each defaults to the task's
-    :data:`~contactkit.tasks.placement.WORLD`, as the stored run.
+    :data:`~contactkit.tasks.placement.WORLD`, as the stored run. ``workers`` (default the config's) episodes run
+    at a time, on Ray when more than one or when ``ray_address`` names a cluster; the same result either way.
     """
     del device  # the contact step runs on the CPU (float64, small batched systems)
     config = config or (QUICK if quick else FULL)
@@ -395,4 +399,6 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         raise InvalidInputError(f"placement: --world steps every {config.world.control_dt:g} s but --model-world "
                                 f"every {config.model_world.control_dt:g} s; give both the same timestep * "
                                 "n_substeps")
-    return run_experiment(config, seed, plots)
+    if workers is not None:
+        config = dataclasses.replace(config, workers=workers)
+    return run_experiment(config, seed, plots, ray_address)

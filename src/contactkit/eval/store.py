@@ -27,6 +27,9 @@ RESULTS_SUBDIR = Path("docs/results")
 WIDENING_OPTIONS = frozenset({"checkpoint"})
 """Options that add to a run (a model to evaluate) and so never narrow it, unless a module says otherwise."""
 
+PLACEMENT_OPTIONS = frozenset({"workers", "ray_address"})
+"""Options that say where a run's jobs run, not what runs (results equal the serial run's): they never narrow."""
+
 GIT_TIMEOUT_S = 30.0
 """Longest wait for one ``git`` query [s]."""
 
@@ -60,8 +63,10 @@ def narrowing(module, options: dict) -> list[str]:
 
     The module decides when it has ``narrowing(options) -> list[str]``; otherwise an option narrows when its value
     differs from the default of the module's ``run`` parameter, except the options in the module's
-    ``WIDENING_OPTIONS`` (default :data:`WIDENING_OPTIONS`), which add to a run.
+    ``WIDENING_OPTIONS`` (default :data:`WIDENING_OPTIONS`), which add to a run. :data:`PLACEMENT_OPTIONS` never
+    narrow.
     """
+    options = {k: v for k, v in options.items() if k not in PLACEMENT_OPTIONS}
     own = getattr(module, "narrowing", None)
     if own is not None:
         return list(own(options))

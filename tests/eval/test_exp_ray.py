@@ -1,0 +1,23 @@
+"""Experiments on two Ray workers (a local instance on 127.0.0.1) give the serial run's result, exactly."""
+
+import json
+
+from contactkit.estimation.geometry_belief import ParticleFilterConfig
+from contactkit.eval import exp_placement
+from contactkit.eval.exp_placement import PlacementConfig
+from contactkit.eval.store import narrowing
+
+TINY = PlacementConfig(tasks=("shape",), n_cases=1, repeats=2, steps=10, n_estimates=3,
+                       pf=ParticleFilterConfig(n_particles=6), workers=1)
+
+
+def test_placement_on_two_ray_workers_equals_serial(ray_cluster):
+    serial = exp_placement.run(quick=True, seed=3, config=TINY)
+    parallel = exp_placement.run(quick=True, seed=3, config=TINY, workers=2)
+    assert json.dumps(parallel, sort_keys=True) == json.dumps(serial, sort_keys=True)
+    assert len(serial["tasks"]["shape"]["ours"]["errors"]) == 2
+
+
+def test_workers_and_address_do_not_narrow_a_run():
+    assert narrowing(exp_placement, {"workers": 2, "ray_address": "auto"}) == []
+    assert narrowing(exp_placement, {"workers": 2, "world": "target"}) == ["--world target"]
