@@ -119,7 +119,7 @@ def test_json_file_gets_the_full_result_and_the_summary_names_it(fake_benchmark)
     r = runner.invoke(app, ["benchmark", "fake", "--json", "out.json"], **WIDE)
     assert r.exit_code == 0, r.output
     assert json.loads((fake_benchmark / "out.json").read_text())["speed_m_per_s"] == 2.5
-    assert "the full result is in out.json" in r.output
+    assert "benchmark fake: full result in out.json" in r.output
 
 
 @pytest.mark.parametrize("module", sorted({**harness.BENCHMARKS, **harness.EXPERIMENTS}.values()))

@@ -81,8 +81,8 @@ def print_summary(result: dict, json_path: Path | None) -> None:
             console.print(table)
             if part.cut:
                 console.print(f"  ({part.cut} more rows/columns)", markup=False, highlight=False)
-    where = f"in {json_path}" if json_path else "with --json FILE (or --json - for stdout)"
-    console.print(f"{result['kind']} {result['name']}: the full result is {where}", markup=False, highlight=False)
+    where = f"in {json_path}" if json_path else "written by --json FILE, or printed by --json -"
+    console.print(f"{result['kind']} {result['name']}: full result {where}", markup=False, highlight=False)
 
 
 SCENE_HELP = "a Scene JSON file (contactkit scene) to run on instead of the built-in scenes, where one is taken"
