@@ -252,9 +252,10 @@ def _eval_jobs(paths: dict, budget: PredictionBudget, seed: int, device: str, mo
 
 
 def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str,
-                        worlds: WorldPair | None = None):
-    """Train every model and evaluate each as soon as it is trained (the MuJoCo rows meanwhile)."""
-    with worker_pool(budget.workers if device == "cpu" else 1) as pool:
+                        worlds: WorldPair | None = None, ray_address: str | None = None):
+    """Train every model and evaluate each as soon as it is trained (the MuJoCo rows meanwhile), ``budget.workers``
+    jobs at a time (on the Ray cluster at ``ray_address`` if given: its workers must share ``work``'s folder)."""
+    with worker_pool(budget.workers if device == "cpu" else 1, ray_address if device == "cpu" else None) as pool:
         training = [pool.submit(_train_job, j) for j in _train_jobs(work, paths, budget, seed, device)]
         evaluating = [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, None, None,
                                                                     worlds)]
@@ -344,16 +345,20 @@ def plot_curves(curves: list[dict], path: Path) -> Path:
 
 
 def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
-        workdir: str | Path | None = None, world: str | None = None, model_world: str | None = None) -> dict:
+        workdir: str | Path | None = None, world: str | None = None, model_world: str | None = None,
+        workers: int | None = None, ray_address: str | None = None) -> dict:
     """Collect, train, evaluate; returns the JSON-ready result (see the module docstring for the keys).
 
     ``plots``: folder for the Fig. 9 figure (``prediction_horizon.png``); ``workdir``: where data and
     checkpoints go (default: a temporary folder for ``quick``, ``runs/prediction-accuracy/seed<seed>`` else, with
     ``-<world digest>`` appended when the data world is not the stored one). ``world`` (the data's world) and
     ``model_world`` (the baseline rows'): preset names or WorldParams JSON paths
-    (:func:`contactkit.eval.worlds.world_pair`).
+    (:func:`contactkit.eval.worlds.world_pair`). ``workers`` (default the budget's) training and evaluation jobs
+    run at a time, on Ray when more than one or at ``ray_address`` (:func:`contactkit.eval.workers.worker_pool`).
     """
     budget = QUICK_BUDGET if quick else FULL_BUDGET
+    if workers is not None:
+        budget = dataclasses.replace(budget, workers=workers)
     worlds = world_pair(world, model_world, "prediction-accuracy")
     folder = f"seed{seed}" if worlds.truth == load_world(STORED_TRUTH_WORLD) else \
         f"seed{seed}-{world_digest(worlds.truth)}"
@@ -363,7 +368,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         t0 = time.perf_counter()
         paths, twins = _collect_all(work, budget, seed, worlds.truth)
         t1 = time.perf_counter()
-        trained, results = _train_and_evaluate(work, paths, budget, seed, device, worlds)
+        trained, results = _train_and_evaluate(work, paths, budget, seed, device, worlds, ray_address)
         t2 = time.perf_counter()
     rows = [r["row"] for r in results if not r["row"]["model"].startswith("act-fignet-mp")]
     mp = {t["name"]: 5 for t in trained if t["name"] == "act-fignet"}
