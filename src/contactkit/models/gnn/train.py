@@ -204,7 +204,8 @@ def validate(model: EncodeProcessDecode, data: Windows, config: TrainConfig, dev
 
 
 def _resume(path: Path, config: TrainConfig, device):
-    """Model, optimizer and progress restored from ``path`` (config must match but for num_steps)."""
+    """Model, optimizer and progress restored from ``path`` (config must match but for num_steps); a checkpoint
+    saved without optimizer state (a weights-only export) continues with fresh Adam moments."""
     ckpt = load_checkpoint(path, expected_config=config.model)
     saved = ckpt.train_state.get("config")
     if saved is None:
@@ -216,7 +217,8 @@ def _resume(path: Path, config: TrainConfig, device):
         raise CheckpointError(f"checkpoint {str(path)!r} was trained with other settings: {keys} differ")
     model = restore_model(ckpt, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr_init, foreach=True)
-    restore_optimizer(ckpt, optimizer)
+    if ckpt.optimizer_state is not None:  # a weights-only export continues with fresh Adam moments
+        restore_optimizer(ckpt, optimizer)
     state = ckpt.train_state
     try:
         history = [(int(s), dict(v)) for s, v in state.get("val_history", [])]
