@@ -65,6 +65,11 @@ def dataset(tmp_path_factory):
     return out
 
 
+def test_info_prints_units_in_brackets(dataset):
+    r = runner.invoke(app, ["info", str(dataset)])
+    assert r.exit_code == 0 and "control dt [s]" in r.output, r.output
+
+
 def test_plot_refuses_an_episode_out_of_range(dataset, tmp_path):
     for episode in ("-1", "2"):
         r = runner.invoke(app, ["plot", str(dataset), "--out", str(tmp_path / "f.png"), "--episode", episode])

@@ -26,8 +26,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help text is plain: units such as [m] or [N] are not markup
 )
-console = Console()
-err_console = Console(stderr=True)
+console = Console(markup=False)
+"""Prints text as it is: a unit such as ``[s]`` in a table is no markup (:func:`fail` asks for markup itself)."""
+err_console = Console(stderr=True, markup=False)
 """Progress bars and spinners go to stderr, so that stdout holds only the results (``--json -``)."""
 
 
