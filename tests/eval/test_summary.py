@@ -39,10 +39,19 @@ def test_models_become_a_table_and_series_stay_in_the_json():
     assert singles.title == "" and singles.columns == ("value",)
     assert dict(singles.rows) == {"success_rate": ("0.5",), "quick": ("True",), "shape": ("1, 2, 3",)}
     by_title = {t.title: t for t in tables}
-    assert by_title["models"].columns == ("success", "replan_s")
+    assert by_title["models"].columns == ("success", "replan_s") and not by_title["models"].transposed
     assert by_title["models"].rows == (("engine", ("0.8", "0.125")), ("mujoco", ("0.9", "0.25")))
     assert by_title["rows"].rows == (("0", ("a", "1")), ("1", ("b", "2")))
     assert summary.json_only == ("series.engine",)
+
+
+def test_fewer_records_than_fields_read_down_the_page_and_top_level_quantities_come_first():
+    result = {"deep": {"a": {"x": 1.0}}, "models": {"m1": {"p": 1, "q": 2, "r": 3}, "m2": {"p": 4, "q": 5, "r": 6}},
+              "top": 2}
+    singles, models = summarise(result).tables
+    assert [label for label, _ in singles.rows] == ["top", "deep.a.x"]
+    assert models.transposed and models.columns == ("m1", "m2")
+    assert models.rows == (("p", ("1", "4")), ("q", ("2", "5")), ("r", ("3", "6")))
 
 
 @pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.stem)
@@ -56,7 +65,8 @@ def test_every_stored_result_summarises_shortly_and_truly(path):
             for column, text in zip(table.columns, cells, strict=True):
                 if text == "":
                     continue
-                parts = (label,) if table.columns == ("value",) else (table.title, label, column)
+                key, field = (column, label) if table.transposed else (label, column)
+                parts = (label,) if table.columns == ("value",) else (table.title, key, field)
                 dotted = ".".join(p for p in parts if p)
                 value = _lookup(result, dotted)
                 assert value is not None or text == "None", (path.name, dotted)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SKIPPED_KEYS = ("name", "kind", "provenance", "stored", "config")
+SKIPPED_KEYS = ("name", "kind", "provenance", "stored", "config", "budget", "setup")
 """Top-level keys a summary leaves out: the identity, provenance and inputs of the run."""
 SHORT_LIST = 6
 """A list of at most this many scalars is shown as one value; longer lists stay in the JSON."""
@@ -34,12 +34,15 @@ class SummaryTable:
         columns: the column names.
         rows: ``(label, cells)`` per row, cells as text, ``""`` where a row has no such column.
         cut: rows and columns left out by :data:`MAX_ROWS` / :data:`MAX_COLUMNS`.
+        transposed: the rows are the records' keys and the columns the records (a table of fewer records than
+            keys reads better down the page).
     """
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, tuple[str, ...]], ...]
     cut: int = 0
+    transposed: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,12 +83,16 @@ def _leaves(path: Path, value, leaves: list[tuple[Path, object]], json_only: lis
         json_only.append(".".join(path))
 
 
-def _table(title: Path, rows: dict[str, dict[str, str]]) -> SummaryTable:
+def _table(title: Path, rows: dict[str, dict[str, str]], transpose: bool = True) -> SummaryTable:
     columns = list(dict.fromkeys(c for cells in rows.values() for c in cells))
+    transposed = transpose and len(columns) > len(rows)
+    if transposed:
+        rows = {c: {label: cells[c] for label, cells in rows.items() if c in cells} for c in columns}
+        columns = list(dict.fromkeys(c for cells in rows.values() for c in cells))
     shown_rows, shown_columns = list(rows)[:MAX_ROWS], columns[:MAX_COLUMNS]
     cut = len(rows) - len(shown_rows) + len(columns) - len(shown_columns)
     body = tuple((label, tuple(rows[label].get(c, "") for c in shown_columns)) for label in shown_rows)
-    return SummaryTable(".".join(title), tuple(shown_columns), body, cut)
+    return SummaryTable(".".join(title), tuple(shown_columns), body, cut, transposed)
 
 
 def _dotted(*parts: str) -> str:
@@ -116,5 +123,6 @@ def summarise(result: dict) -> Summary:
             for label in labels:
                 singles.update({_dotted(*title, label, c): {"value": rows[label][c]} for c in columns})
     if singles:
-        tables.insert(0, _table((), singles))
+        by_depth = sorted(singles, key=lambda key: key.count("."))  # top-level quantities first
+        tables.insert(0, _table((), {key: singles[key] for key in by_depth}, transpose=False))
     return Summary(tuple(tables[:MAX_TABLES]), tuple(json_only), max(0, len(tables) - MAX_TABLES))
