@@ -41,6 +41,7 @@ BENCHMARKS = {
     "lml": "contactkit.eval.bench_lml",
     "tight-insertion": "contactkit.eval.bench_tight_insertion",
     "contact-detection": "contactkit.eval.bench_contact_detection",
+    "scale": "contactkit.eval.bench_scale",
 }
 """``contactkit benchmark NAME`` → module with ``run``."""
 
