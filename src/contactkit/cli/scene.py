@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from contactkit.cli._app import app, check_outputs, console, fail
-from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.errors import ContactkitError, GeometryError, InvalidInputError
 
 scene_app = typer.Typer(help="Write a Scene JSON file (for --scene) from your meshes or from parameters.",
                         no_args_is_help=True)
@@ -88,8 +88,12 @@ def from_meshes(
             slot_part, reports["slot"] = load_part(slot, units=units, settings=settings, cache_dir=cache)
         if tool_origin == "tip":
             tool_part = tip_frame(tool_part)
-        scene = mesh_peg_in_hole(tool_part, slot_part, hole_xy=None if xy is None else (xy[0] * scale, xy[1] * scale),
-                                 tool_mass=tool_mass, friction=friction, start_height=start_height)
+        try:
+            scene = mesh_peg_in_hole(tool_part, slot_part, tool_mass=tool_mass, friction=friction,
+                                     hole_xy=None if xy is None else (xy[0] * scale, xy[1] * scale),
+                                     start_height=start_height)
+        except GeometryError as exc:  # the hole: name the file it was looked for in
+            raise GeometryError(f"--slot '{slot}': {exc}") from None
         for what, r in reports.items():
             console.print(f"{what}: {r.n_pieces} convex piece(s) ({r.method}{', cached' if r.cached else ''}), "
                           f"sticking out of the mesh by up to {r.max_protrusion * 1e3:.3f} mm",

@@ -1,0 +1,131 @@
+"""Issue 20's first bar, all by the command line in a temporary directory: ``contactkit scene mesh`` from a
+non-convex OBJ slot and an OBJ tool → ``collect --scene`` → ``train`` (2 steps) → ``evaluate`` →
+``experiment mpc-insertion --scene --quick`` on that scene. And ``contactkit scene``'s other commands and its
+refusals (bad meshes of the catalog, bad parameters) as one ``error:`` line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from contactkit.cli import app
+from contactkit.data.reader import open_dataset
+from contactkit.geometry import load_mesh, peg, save_obj, slot
+from contactkit.scene import load_scene
+
+CLEARANCE, DEPTH = 2e-3, 0.025
+BAD_MESHES = Path(__file__).parent / "data" / "meshes"
+
+
+def _ok(runner: CliRunner, argv: list[str]) -> str:
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, f"{argv}: {result.output}"
+    return result.output
+
+
+def _refused(runner: CliRunner, argv: list[str], *words: str) -> str:
+    result = runner.invoke(app, argv)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 2 and out.startswith("error: ") and "Traceback" not in out, f"{argv}: {out}"
+    assert all(w in out for w in words), f"{argv}: {out}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def user_parts(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A user's parts as OBJ files: the library's square slot (non-convex) and its peg; and a CoACD cache."""
+    root = tmp_path_factory.mktemp("parts")
+    s = slot("square", 0.01, CLEARANCE, DEPTH)
+    p = peg("square", 0.01, 0.06)
+    return save_obj(root / "tool.obj", p.vertices, p.faces), save_obj(root / "slot.obj", s.vertices, s.faces), \
+        root / "coacd"
+
+
+def test_own_parts_end_to_end_by_cli(user_parts, tmp_path):
+    tool, slot_file, cache = user_parts
+    assert not load_mesh(slot_file).meta["convex"]  # the slot needs the convex decomposition
+    runner = CliRunner()
+    scene_file, data, run = tmp_path / "scene.json", tmp_path / "d.h5", tmp_path / "run"
+    _ok(runner, ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(scene_file),
+                 "--coacd-cache", str(cache)])
+    scene = load_scene(scene_file)
+    built = slot("square", 0.01, CLEARANCE, DEPTH)
+    slot_body = scene.statics[1]
+    assert len(slot_body.part.pieces) > 1 and len(scene.tool.part.pieces) == 1
+    assert scene.meta["depth"] == pytest.approx(DEPTH, rel=1e-9)
+    assert scene.meta["hole_apothem"] == pytest.approx(built.meta["hole_apothem"], rel=1e-6)
+    assert scene.target_pos[2] == pytest.approx(slot_body.pos[2] + 0.0, abs=1e-12)  # the hole's floor
+
+    _ok(runner, ["collect", "--out", str(data), "--scene", str(scene_file), "--episodes", "3", "--steps", "30"])
+    with open_dataset(data) as ds:
+        assert len(ds) == 3 and json.loads(ds.meta.scene) == json.loads(scene_file.read_text())
+    _ok(runner, ["train", "--data", str(data), "--out", str(run), "--steps", "2"])
+    assert (run / "best.safetensors").is_file()
+    out = _ok(runner, ["evaluate", "--model", str(run), "--data", str(data), "--baseline", "none", "--horizon", "10",
+                       "--segments", "4", "--transitions", "50", "--json", str(tmp_path / "eval.json")])
+    assert json.loads((tmp_path / "eval.json").read_text())["rows"], out
+
+    result = tmp_path / "mpc.json"
+    _ok(runner, ["experiment", "mpc-insertion", "--scene", str(scene_file), "--quick", "--models", "ground-truth",
+                 "--json", str(result)])
+    r = json.loads(result.read_text())
+    assert r["task"]["scene"]["name"] == scene.name and r["partial"]
+    gt = r["models"]["ground-truth"]
+    assert gt["episodes"] == 1 and list(gt["per_shape"]) == ["scene"]
+    assert gt["success_rate"] == 1.0  # planning with the true dynamics reaches the probed hole floor
+    assert any("--scene" in reason for reason in r["provenance"]["not_stored"])
+
+
+def test_scene_peg_and_connector_write_loadable_scenes(tmp_path):
+    runner = CliRunner()
+    _ok(runner, ["scene", "peg", "--out", str(tmp_path / "p.json"), "--shape", "7-gon", "--clearance", "0.001",
+                 "--chamfer", "0.001", "--chamfer-angle", "30", "--slot-chamfer", "0.003"])
+    s = load_scene(tmp_path / "p.json")
+    assert s.tool.part.meta["shape"] == "7-gon" and s.statics[1].part.meta["chamfer"] == 0.003
+    _ok(runner, ["scene", "connector", "--out", str(tmp_path / "c.json"), "--clearance", "0.0003", "--offset",
+                 "0.001,-0.0005"])
+    c = load_scene(tmp_path / "c.json")
+    assert c.meta["clearance"] == 0.0003 and c.meta["socket_pos"][:2] == [0.001, -0.0005]
+    assert "meta.task" in _ok(runner, ["scene", "info", str(tmp_path / "c.json")])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BAD_MESHES.glob("*.obj")))
+def test_scene_mesh_refuses_bad_meshes_in_one_line(name, user_parts, tmp_path):
+    tool, slot_file, cache = user_parts
+    bad = BAD_MESHES / name
+    out = tmp_path / "s.json"
+    result = CliRunner().invoke(app, ["scene", "mesh", "--tool", str(tool), "--slot", str(bad), "--out", str(out),
+                                      "--coacd-cache", str(cache)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and text.startswith("error: ") and "Traceback" not in text, text
+    assert name in text and not out.exists()  # the valid cube/needle/L are refused for having no hole on the axis
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["scene", "peg", "--shape", "2-gon"], ["2-gon"]),
+    (["scene", "peg", "--clearance", "-1"], ["clearance"]),
+    (["scene", "peg", "--slot-chamfer", "0.03"], ["chamfer"]),
+    (["scene", "peg", "--chamfer", "0.001", "--chamfer-angle", "95"], ["chamfer angle"]),
+    (["scene", "connector", "--friction", "0"], ["friction"]),
+    (["scene", "connector", "--offset", "1"], ["--offset"]),
+])
+def test_scene_parameters_are_checked(argv, words, tmp_path):
+    _refused(CliRunner(), [*argv, "--out", str(tmp_path / "s.json")], *words)
+
+
+def test_scene_mesh_options_and_scene_files_are_checked(user_parts, tmp_path):
+    tool, slot_file, cache = user_parts
+    runner = CliRunner()
+    base = ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(tmp_path / "s.json"),
+            "--coacd-cache", str(cache)]
+    _refused(runner, [*base, "--units", "furlong"], "furlong")
+    _refused(runner, [*base, "--tool-origin", "middle"], "--tool-origin")
+    _refused(runner, [*base, "--hole-xy", "0.5,0.5"], "misses the part")
+    _refused(runner, ["scene", "info", str(slot_file)], str(slot_file))
+    _refused(runner, ["collect", "--out", str(tmp_path / "d.h5"), "--scene", str(tmp_path / "none.json")],
+             "none.json")
+    _refused(runner, ["collect", "--out", str(tmp_path / "d.h5"), "--scene", str(slot_file), "--shape", "square"],
+             "--shape")
