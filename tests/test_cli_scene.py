@@ -129,3 +129,14 @@ def test_scene_mesh_options_and_scene_files_are_checked(user_parts, tmp_path):
              "none.json")
     _refused(runner, ["collect", "--out", str(tmp_path / "d.h5"), "--scene", str(slot_file), "--shape", "square"],
              "--shape")
+
+
+def test_benchmark_collect_runs_on_a_scene_file(tmp_path):
+    runner = CliRunner()
+    scene_file = tmp_path / "p.json"
+    _ok(runner, ["scene", "peg", "--out", str(scene_file), "--shape", "5-gon"])
+    out = _ok(runner, ["benchmark", "collect", "--quick", "--scene", str(scene_file),
+                       "--json", str(tmp_path / "b.json")])
+    r = json.loads((tmp_path / "b.json").read_text())
+    assert r["scene"] == load_scene(scene_file).name and r["collect_steps_per_s"] > 0
+    assert "--scene" in " ".join(out.split())  # not stored: a narrowed run
