@@ -69,6 +69,21 @@ def test_make_renders_an_image_of_the_tool():
     env.close()
 
 
+@pytest.mark.skipif(not _can_render(), reason="no EGL or OSMesa library and no display: MuJoCo cannot render here")
+def test_an_env_driven_by_a_model_renders_the_same_picture_of_the_same_state():
+    from contactkit.mujoco.model import MujocoContactModel
+
+    config = PegEnvConfig(pairing="triangle")
+    on_world = PegInsertionEnv(config, render_mode="rgb_array", render_size=(96, 72))
+    on_model = PegInsertionEnv(config, dynamics=MujocoContactModel(config.scene()), render_mode="rgb_array",
+                               render_size=(96, 72))
+    on_world.reset(seed=2)
+    on_model.reset(seed=2)
+    np.testing.assert_array_equal(on_world.render(), on_model.render())
+    on_world.close()
+    on_model.close()
+
+
 def test_render_needs_the_mode_and_a_reset():
     env = PegInsertionEnv()
     with pytest.raises(InvalidInputError, match="render_mode='rgb_array'"):
