@@ -19,15 +19,18 @@ from collections.abc import Callable, Mapping
 def default_gl_backend(environ: Mapping[str, str], platform: str,
                        find_library: Callable[[str], str | None]) -> str | None:
     """The ``MUJOCO_GL`` value to set before MuJoCo is imported: None when ``MUJOCO_GL`` is already set, off Linux,
-    or with a display (``DISPLAY`` / ``WAYLAND_DISPLAY``); else ``"egl"`` where ``find_library("EGL")`` finds
-    one, else ``"osmesa"`` where it finds ``"OSMesa"``, else None (rendering is then unavailable)."""
+    or with a display (``DISPLAY`` / ``WAYLAND_DISPLAY``); else ``"egl"`` where ``find_library`` finds ``EGL`` and
+    an OpenGL library (``OpenGL`` or ``GL``: PyOpenGL's EGL platform loads one), else ``"osmesa"`` where it finds
+    ``OSMesa``, else None (rendering is then unavailable). Only a backend whose libraries exist is named: with
+    ``MUJOCO_GL`` naming a missing one, ``import mujoco`` itself fails."""
     if "MUJOCO_GL" in environ or not platform.startswith("linux"):
         return None
     if environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
         return None
-    for backend, library in (("egl", "EGL"), ("osmesa", "OSMesa")):
-        if find_library(library):
-            return backend
+    if find_library("EGL") and (find_library("OpenGL") or find_library("GL")):
+        return "egl"
+    if find_library("OSMesa"):
+        return "osmesa"
     return None
 
 

@@ -139,13 +139,16 @@ def test_readings_beyond_the_bounds_saturate_and_say_so():
 
 
 @pytest.mark.parametrize(("environ", "platform", "libraries", "expected"), [
-    ({}, "linux", {"EGL", "OSMesa"}, "egl"),
+    ({}, "linux", {"EGL", "OpenGL", "OSMesa"}, "egl"),
+    ({}, "linux", {"EGL", "GL"}, "egl"),
+    ({}, "linux", {"EGL", "OSMesa"}, "osmesa"),  # EGL without an OpenGL library: PyOpenGL cannot use it
+    ({}, "linux", {"EGL"}, None),
     ({}, "linux", {"OSMesa"}, "osmesa"),
     ({}, "linux", set(), None),
-    ({"MUJOCO_GL": "glfw"}, "linux", {"EGL"}, None),
-    ({"DISPLAY": ":0"}, "linux", {"EGL"}, None),
-    ({"WAYLAND_DISPLAY": "wayland-0"}, "linux", {"EGL"}, None),
-    ({}, "darwin", {"EGL"}, None),
+    ({"MUJOCO_GL": "glfw"}, "linux", {"EGL", "GL"}, None),
+    ({"DISPLAY": ":0"}, "linux", {"EGL", "GL"}, None),
+    ({"WAYLAND_DISPLAY": "wayland-0"}, "linux", {"EGL", "GL"}, None),
+    ({}, "darwin", {"EGL", "GL"}, None),
 ])
 def test_default_gl_backend(environ, platform, libraries, expected):
     found = {name: f"lib{name}.so" for name in libraries}
