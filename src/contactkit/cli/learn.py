@@ -235,6 +235,8 @@ def learn_depth(
     name: Annotated[str | None, typer.Option(help="file stem (default: hole, bolt, or the mesh file's stem)")] = None,
     init: Annotated[Path | None, typer.Option(
         help="start from this network of the same part and domain (warm start; --steps 0: refinement only)")] = None,
+    samples: Annotated[int | None, typer.Option(
+        help="training samples drawn around the surface (default: the preset's)")] = None,
     refine_steps: Annotated[int | None, typer.Option(
         help="L-BFGS iterations after Adam (default: the preset's)")] = None,
     refine_power: Annotated[int | None, typer.Option(
@@ -260,7 +262,8 @@ def learn_depth(
         if threads < 1:
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
-        extra = {"refine_steps": refine_steps, "refine_power": refine_power, "mate_poses": mate_poses,
+        extra = {"samples": samples, "refine_steps": refine_steps, "refine_power": refine_power,
+                 "mate_poses": mate_poses,
                  "mine_worst": mine_worst, "mine_random": mine_random}
         extra = {k: v for k, v in extra.items() if v is not None}
         ps = part_setup(part, coordinates=coordinates, steps=steps, seed=seed, overrides=extra)
