@@ -1,12 +1,19 @@
 """Tasks: scenes of the papers' experiments, the peg-insertion gymnasium environment, connector insertion."""
 
 from contactkit.tasks.connector import SOCKET_VARIANTS, Misalignment, SocketVariant, connector_insertion
-from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
+from contactkit.tasks.peg_env import (
+    INSERTION_PAIRINGS,
+    ObservationBounds,
+    PegEnvConfig,
+    PegInsertionEnv,
+    split_observation,
+)
 from contactkit.tasks.reward import InsertionGoal, goal_reward, insertion_reward, is_halfway, is_success
 from contactkit.tasks.scenes import TRAINING_SHAPES, make_tool, peg_in_hole, random_training_scene, table
 
 __all__ = [
-    "INSERTION_PAIRINGS", "SOCKET_VARIANTS", "TRAINING_SHAPES", "InsertionGoal", "Misalignment", "PegEnvConfig",
+    "INSERTION_PAIRINGS", "SOCKET_VARIANTS", "TRAINING_SHAPES", "InsertionGoal", "Misalignment", "ObservationBounds",
+    "PegEnvConfig",
     "PegInsertionEnv", "SocketVariant", "connector_insertion", "goal_reward", "insertion_reward", "is_halfway",
     "is_success", "make_tool", "peg_in_hole", "random_training_scene", "split_observation", "table",
 ]
