@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -92,6 +93,10 @@ def train(
     from_checkpoint: Annotated[Path | None, typer.Option(
         help="continue the training state of this checkpoint (e.g. a committed models/*/best.safetensors) in an "
         "OUT without a run of its own; same settings required but for --steps")] = None,
+    ddp: Annotated[int, typer.Option(
+        help="train data-parallel (PyTorch DDP, gloo) in this many local processes, each on its share of every "
+        "batch (the serial run's steps within float tolerance); under torchrun (torchrun --nproc-per-node N -m "
+        "contactkit train ...) its processes are used instead")] = 1,
 ) -> None:
     """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation. The data must carry its
     scene (collected data does; for imported robot logs give --scene here or to contactkit import)."""
@@ -102,6 +107,7 @@ def train(
     from contactkit.cli.importing import scene_text
     from contactkit.models.gnn import ModelVariant, TrainConfig
     from contactkit.models.gnn import train as run_train
+    from contactkit.models.gnn.ddp import init_process_group, launched_by_torchrun, spawn_training, train_distributed
     from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
     from contactkit.scene import Scene
 
@@ -111,6 +117,9 @@ def train(
             raise InvalidInputError(f"unknown model {model!r}; choose one of {sorted(MODEL_VARIANTS)}")
         if threads < 1:
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
+        if ddp < 1 or ((ddp > 1 or launched_by_torchrun()) and workers > 0):
+            raise InvalidInputError(f"--ddp must be >= 1 and takes no batch --workers, got --ddp {ddp}, --workers "
+                                    f"{workers}")
         torch.set_num_threads(threads)
         geometry = scene_text(scene) if scene is not None else None
         cfg = TrainConfig.preset(config, seed=seed, **({"num_steps": steps} if steps is not None else {}))
@@ -136,11 +145,20 @@ def train(
                 if p.val is not None:
                     bar.console.print(_val_text(p), highlight=False)
 
-            result = run_train(cfg, train_set.windows, val_set.windows, out, device, report,
-                               scene=train_set.scenes, step=train_set.step, resume=resume, workers=workers,
-                               time_budget_s=time_budget_s)
+            common = {"scene": train_set.scenes, "step": train_set.step, "resume": resume,
+                      "time_budget_s": time_budget_s}
+            if launched_by_torchrun():
+                init_process_group(device)
+                result = train_distributed(cfg, train_set.windows, val_set.windows, out, device, report, **common)
+            elif ddp > 1:
+                result = spawn_training(ddp, cfg, train_set.windows, val_set.windows, out, device, None, **common)
+            else:
+                result = run_train(cfg, train_set.windows, val_set.windows, out, device, report, workers=workers,
+                                   **common)
     except ContactkitError as exc:
         fail(exc)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return  # a torchrun process other than rank 0: rank 0 writes and reports
     history = [{"step": s, **v} for s, v in result.val_history]
     (out / "val_history.json").write_text(json.dumps(history, indent=1) + "\n")
     stopped = " (time budget spent: run again to continue)" if result.out_of_time else ""
