@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -140,3 +141,19 @@ def test_benchmark_collect_runs_on_a_scene_file(tmp_path):
     r = json.loads((tmp_path / "b.json").read_text())
     assert r["scene"] == load_scene(scene_file).name and r["collect_steps_per_s"] > 0
     assert "--scene" in " ".join(out.split())  # not stored: a narrowed run
+
+
+def test_pf_tracking_runs_on_a_scene_file(user_parts, tmp_path):
+    """pf-tracking's spiral search and filter on the user's parts (a short budget; the filter's accuracy is
+    tests/eval's business): the scene is the file's, and the run is narrowed (not stored)."""
+    from contactkit.eval import exp_pf_tracking
+
+    tool, slot_file, cache = user_parts
+    scene_file = tmp_path / "s.json"
+    _ok(CliRunner(), ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(scene_file),
+                      "--coacd-cache", str(cache)])
+    r = exp_pf_tracking.run(quick=True, budget=exp_pf_tracking.TrackingBudget(1, 30, 1), scene=str(scene_file),
+                            models=("ground-truth",))
+    assert r["setup"]["scene"] == load_scene(scene_file).name and r["setup"]["scene_file"] == str(scene_file)
+    assert np.isfinite(r["final_pos_err_mm"]["pf-known-init"])
+    assert exp_pf_tracking.narrowing({"scene": str(scene_file)}) == [f"--scene {scene_file}"]

@@ -47,7 +47,7 @@ from contactkit.eval.worlds import world_pair
 from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
-from contactkit.scene import Scene
+from contactkit.scene import Scene, load_scene
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.scenes import peg_in_hole
 
@@ -232,7 +232,7 @@ def narrowing(options: dict) -> list[str]:
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: TrackingBudget | None = None, checkpoint: str | Path | None = None,
         models: tuple[str, ...] | None = None, tare: str | None = None, world: str | None = None,
-        model_world: str | None = None) -> dict:
+        model_world: str | None = None, scene: str | Path | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 12-style PNGs in ``plots``.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` and ``models`` as in
@@ -241,12 +241,13 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     :data:`CONTACT_FORCE_N`, as the stored run) or ``"free-space"`` (:func:`record_episode`; the filter sees the
     tared readings; ``sensor_tare`` in the result records the first scored episode's tare). ``world`` (reality,
     default ``target-parametric``) and ``model_world`` (what the models assume, default ``nominal``): preset names
-    or WorldParams JSON paths (:func:`contactkit.eval.worlds.world_pair`).
+    or WorldParams JSON paths (:func:`contactkit.eval.worlds.world_pair`). ``scene``: a peg-in-hole Scene JSON
+    file (``contactkit scene``) to insert into instead of the hexagon with 1 mm clearance (a narrowed run).
     """
     tare_mode = parse_tare_mode(tare)
     models = None if models is None else known_models(models)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
-    scene = peg_in_hole("hexagon", 1e-3)
+    scene_file, scene = scene, peg_in_hole("hexagon", 1e-3) if scene is None else load_scene(scene)
     worlds = world_pair(world, model_world, "pf-tracking")
     truth_world, nominal = worlds.truth, worlds.model
     episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes, tare_mode)
@@ -283,7 +284,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         "series": {name: {s["mode"]: {"pos_err_mm": (1e3 * s["result"].pos_err).round(4).tolist(),
                                       "rot_err_deg": np.degrees(s["result"].rot_err).round(4).tolist()}
                           for s in series} for name, series in all_series.items()},
-        "setup": {"scene": scene.name, **worlds.setup(),
+        "setup": {"scene": scene.name, "scene_file": None if scene_file is None else str(scene_file), **worlds.setup(),
                   "control_dt_s": nominal.control_dt, "perturb_pos_m": PERTURB_POS_M,
                   "perturb_rot_rad": PERTURB_ROT_RAD, "n_particles": config.pf.n_particles,
                   "budget": asdict(budget)},
