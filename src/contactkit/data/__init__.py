@@ -1,6 +1,7 @@
 """Trajectory datasets: schema, crash-safe writer, validating reader, torch windows, robot-log import (CSV logs
 with a mapping file and ROS 2 bags: ``docs/robot-logs.md``)."""
 
+from contactkit.data.parallel import RayPool, check_workers, uses_ray
 from contactkit.data.reader import Dataset, EpisodeIndex, open_dataset
 from contactkit.data.robot_log import (
     ACTION_COLUMNS,
@@ -47,7 +48,9 @@ __all__ = [
     "LogFormat",
     "LogLimits",
     "LogMapping",
+    "RayPool",
     "TrajectoryWindows",
+    "check_workers",
     "episode_from_streams",
     "finite_difference_velocities",
     "import_log",
@@ -58,5 +61,6 @@ __all__ = [
     "log_meta",
     "mapping_from_dict",
     "open_dataset",
+    "uses_ray",
     "split_by_episode",
 ]

@@ -20,6 +20,7 @@ from contactkit.models.gnn.actions import (
 )
 from contactkit.models.gnn.checkpoint import Checkpoint, load_checkpoint, restore_model, save_checkpoint
 from contactkit.models.gnn.contact_model import GnnContactModel
+from contactkit.models.gnn.ddp import shard_batch, spawn_training, train_distributed
 from contactkit.models.gnn.face_edges import (
     FaceEdges,
     face_interaction_edges,
@@ -90,7 +91,10 @@ __all__ = [
     "prepare_scene",
     "restore_model",
     "save_checkpoint",
+    "shard_batch",
+    "spawn_training",
     "train",
+    "train_distributed",
     "triangle_pair_closest_points",
     "validate",
 ]
