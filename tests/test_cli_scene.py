@@ -157,3 +157,15 @@ def test_pf_tracking_runs_on_a_scene_file(user_parts, tmp_path):
     assert r["setup"]["scene"] == load_scene(scene_file).name and r["setup"]["scene_file"] == str(scene_file)
     assert np.isfinite(r["final_pos_err_mm"]["pf-known-init"])
     assert exp_pf_tracking.narrowing({"scene": str(scene_file)}) == [f"--scene {scene_file}"]
+
+
+def test_prediction_accuracy_collects_on_a_scene_file(tmp_path):
+    runner = CliRunner()
+    scene_file, result = tmp_path / "p.json", tmp_path / "pa.json"
+    _ok(runner, ["scene", "peg", "--out", str(scene_file), "--shape", "square", "--clearance", "0.002"])
+    out = _ok(runner, ["experiment", "prediction-accuracy", "--quick", "--scene", str(scene_file), "--json",
+                       str(result)])
+    r = json.loads(result.read_text())
+    assert r["scene"] == {"file": str(scene_file), "name": load_scene(scene_file).name}
+    assert {row["model"] for row in r["rows"]} >= {"act-fignet", "mujoco-nominal"}
+    assert "--scene" in " ".join(out.split())

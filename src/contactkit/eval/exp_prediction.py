@@ -187,10 +187,11 @@ def _eval_job(job: _EvalJob) -> dict:
     return {"row": report_row(job.model, data.policy, report), "curve": curve, "eval_s": report.wall_s}
 
 
-def _collect_all(work: Path, budget: PredictionBudget, seed: int,
-                 world: WorldParams | None = None) -> tuple[dict[str, str], dict[str, dict]]:
-    """Datasets in ``world`` (default the stored target): ``train``, ``val``, ``test`` (random-spline) and one per
-    OOD policy; and for each test set its clean twin (same seed, no F/T noise or bias) when it has the same
+def _collect_all(work: Path, budget: PredictionBudget, seed: int, world: WorldParams | None = None,
+                 scene=None) -> tuple[dict[str, str], dict[str, dict]]:
+    """Datasets in ``world`` (default the stored target), on ``scene`` (default the hexagon's): ``train``, ``val``,
+    ``test`` (random-spline) and one per OOD policy; and for each test set its clean twin (same seed, no F/T noise
+    or bias) when it has the same
     trajectories.
 
     Returns:
@@ -204,7 +205,7 @@ def _collect_all(work: Path, budget: PredictionBudget, seed: int,
     paths, twins = {}, {}
     for k, (name, policy, episodes) in enumerate(progress.track(sets, "datasets collected")):
         spec = CollectSpec(task="peg-in-hole", shape="hexagon", clearance=1e-3, policy=policy, episodes=episodes,
-                           steps=budget.episode_steps, seed=1000 * seed + k + 1, world=world)
+                           steps=budget.episode_steps, seed=1000 * seed + k + 1, world=world, fixed_scene=scene)
         paths[name] = str(work / f"{name}.h5")
         collect(spec, paths[name])
         if name in ("train", "val"):
@@ -346,7 +347,7 @@ def plot_curves(curves: list[dict], path: Path) -> Path:
 
 def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         workdir: str | Path | None = None, world: str | None = None, model_world: str | None = None,
-        workers: int | None = None, ray_address: str | None = None) -> dict:
+        workers: int | None = None, ray_address: str | None = None, scene: str | Path | None = None) -> dict:
     """Collect, train, evaluate; returns the JSON-ready result (see the module docstring for the keys).
 
     ``plots``: folder for the Fig. 9 figure (``prediction_horizon.png``); ``workdir``: where data and
@@ -355,18 +356,29 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
     ``model_world`` (the baseline rows'): preset names or WorldParams JSON paths
     (:func:`contactkit.eval.worlds.world_pair`). ``workers`` (default the budget's) training and evaluation jobs
     run at a time, on Ray when more than one or at ``ray_address`` (:func:`contactkit.eval.workers.worker_pool`).
+    ``scene``: a peg-in-hole Scene JSON file (``contactkit scene``) whose data replace the hexagon's (a narrowed run;
+    the full run's folder then ends in ``-scene-<digest of the file's scene>``).
     """
+    fixed = None
+    if scene is not None:
+        import hashlib
+
+        from contactkit.scene import load_scene
+
+        fixed = load_scene(scene)
     budget = QUICK_BUDGET if quick else FULL_BUDGET
     if workers is not None:
         budget = dataclasses.replace(budget, workers=workers)
     worlds = world_pair(world, model_world, "prediction-accuracy")
     folder = f"seed{seed}" if worlds.truth == load_world(STORED_TRUTH_WORLD) else \
         f"seed{seed}-{world_digest(worlds.truth)}"
+    if fixed is not None:
+        folder += f"-scene-{hashlib.sha256(fixed.to_json().encode()).hexdigest()[:12]}"
     with tempfile.TemporaryDirectory(prefix="ck-prediction-") as tmp:
         work = Path(workdir) if workdir is not None else (Path(tmp) if quick else FULL_WORKDIR / folder)
         work.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        paths, twins = _collect_all(work, budget, seed, worlds.truth)
+        paths, twins = _collect_all(work, budget, seed, worlds.truth, fixed)
         t1 = time.perf_counter()
         trained, results = _train_and_evaluate(work, paths, budget, seed, device, worlds, ray_address)
         t2 = time.perf_counter()
@@ -384,6 +396,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         "note": "quick run: tiny data and a few training steps; its numbers say nothing about accuracy" if quick
         else "full run",
         "world": {"data": worlds.truth_name, "baseline": worlds.model_name},
+        "scene": None if fixed is None else {"file": str(scene), "name": fixed.name},
         "setup": worlds.setup(),
         "budget": dataclasses.asdict(budget),
         "rows": rows,
