@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import subprocess
+import sys
 import warnings
 
 import gymnasium as gym
@@ -51,6 +53,13 @@ def test_make_builds_the_registered_env_with_float32_finite_spaces():
         assert obs.dtype == np.float32 and env.observation_space.contains(obs)
         obs, *_ = env.step(rng.uniform(-1, 1, 6).astype(np.float32))
     env.close()
+
+
+def test_make_with_the_module_prefix_needs_no_import_first():
+    code = ("import gymnasium as gym; env = gym.make('contactkit:contactkit/PegInsertion-v0'); "
+            "print(type(env.unwrapped).__name__, env.observation_space.dtype)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["PegInsertionEnv", "float32"], run.stderr
 
 
 @pytest.mark.skipif(not _can_render(), reason="no EGL or OSMesa library and no display: MuJoCo cannot render here")
