@@ -4,8 +4,10 @@ local Ray instance."""
 
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import as_completed
 
@@ -18,7 +20,6 @@ from contactkit.data.parallel import RayPool, check_workers, uses_ray
 from contactkit.errors import InvalidInputError
 
 STEPS = 30
-RAY_PROCESS_NAMES = ("raylet", "gcs_server")
 SHUTDOWN_WAIT_S = 20.0
 
 
@@ -89,28 +90,33 @@ def test_bad_worker_counts_and_addresses_are_refused(tmp_path):
     assert not (tmp_path / "x.h5").exists()
 
 
-def _ray_pids() -> set[int]:
-    pids = set()
-    for entry in os.listdir("/proc"):
+def _processes_naming(text: str) -> list[int]:
+    """Ids of the processes whose command line contains ``text``."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                command = f.read().split(b"\0")[0]
-        except (OSError, ValueError):
+                if text.encode() in f.read():
+                    pids.append(int(entry))
+        except OSError:
             continue
-        if any(os.path.basename(command).decode(errors="replace").startswith(n) for n in RAY_PROCESS_NAMES):
-            pids.add(int(entry))
     return pids
 
 
 def test_cli_collect_on_its_own_local_ray_instance_matches_serial_and_leaves_no_process(tmp_path):
-    before = _ray_pids()
     collect(CollectSpec(episodes=3, steps=STEPS, seed=4), str(tmp_path / "serial.h5"))
-    run = subprocess.run([sys.executable, "-m", "contactkit", "collect", "--episodes", "3", "--steps", str(STEPS),
-                          "--seed", "4", "--out", str(tmp_path / "ray.h5"), "--workers", "2"],
-                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert_same_file(tmp_path / "serial.h5", tmp_path / "ray.h5")
-    deadline = time.monotonic() + SHUTDOWN_WAIT_S
-    while _ray_pids() - before and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not _ray_pids() - before
+    ray_dir = tempfile.mkdtemp(prefix="ckray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    try:
+        run = subprocess.run([sys.executable, "-m", "contactkit", "collect", "--episodes", "3", "--steps",
+                              str(STEPS), "--seed", "4", "--out", str(tmp_path / "ray.h5"), "--workers", "2"],
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": ray_dir})
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert_same_file(tmp_path / "serial.h5", tmp_path / "ray.h5")
+        assert os.listdir(ray_dir)  # the instance did live there
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        while _processes_naming(ray_dir) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _processes_naming(ray_dir)  # every process of its instance (gcs, raylet, workers) is gone
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
