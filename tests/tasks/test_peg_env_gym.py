@@ -143,8 +143,11 @@ def test_readings_beyond_the_bounds_saturate_and_say_so():
     np.testing.assert_array_equal(obs, obs64.astype(np.float32))
     with pytest.raises(InvalidInputError, match="ObservationBounds.force"):
         ObservationBounds(force=np.inf)
-    with pytest.raises(InvalidInputError, match="observation_dtype"):
-        PegInsertionEnv(observation_dtype=np.int32)
+    for bad in (np.int32, "nonsense"):
+        with pytest.raises(InvalidInputError, match="observation_dtype"):
+            PegInsertionEnv(observation_dtype=bad)
+    with pytest.raises(InvalidInputError, match="render_size"):
+        PegInsertionEnv(render_size=(0, 10))
 
 
 @pytest.mark.parametrize(("environ", "platform", "libraries", "expected"), [

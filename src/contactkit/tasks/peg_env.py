@@ -199,8 +199,10 @@ class PegInsertionEnv(gym.Env):
             raise InvalidInputError("PegInsertionEnv: give a world, or params/dynamics/scene, not both")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise InvalidInputError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        if np.dtype(observation_dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        if observation_dtype not in (np.float32, np.float64, "float32", "float64"):
             raise InvalidInputError(f"observation_dtype must be float32 or float64, got {observation_dtype!r}")
+        if not (len(render_size) == 2 and all(isinstance(n, int) and n >= 1 for n in render_size)):
+            raise InvalidInputError(f"render_size must be (width, height) in pixels, got {render_size!r}")
         own_scene = world is not None or scene is not None
         self.config = config or (PegEnvConfig(pairing=None) if own_scene else PegEnvConfig())
         if isinstance(scene, (str, Path)):
