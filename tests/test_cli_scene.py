@@ -169,3 +169,18 @@ def test_prediction_accuracy_collects_on_a_scene_file(tmp_path):
     assert r["scene"] == {"file": str(scene_file), "name": load_scene(scene_file).name}
     assert {row["model"] for row in r["rows"]} >= {"act-fignet", "mujoco-nominal"}
     assert "--scene" in " ".join(out.split())
+
+
+CATALOG = sorted(p for p in (Path(__file__).parent / "data").glob("*/*") if p.is_file() and p.parent.name in
+                 ("files", "meshes"))
+"""The bad-input catalog's copies (tests/test_badinputs.py): no file of it is a scene."""
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.name)
+def test_scene_files_from_the_bad_input_catalog_are_refused_in_one_line(path, tmp_path):
+    runner = CliRunner()
+    for argv in (["collect", "--out", str(tmp_path / "d.h5"), "--scene", str(path), "--episodes", "1"],
+                 ["scene", "info", str(path)],
+                 ["experiment", "mpc-insertion", "--quick", "--scene", str(path)]):
+        _refused(runner, argv, str(path))
+    assert not (tmp_path / "d.h5").exists()
