@@ -1,6 +1,14 @@
 """Tasks: scenes of the papers' experiments, the peg-insertion gymnasium environment, connector insertion."""
 
-from contactkit.tasks.connector import SOCKET_VARIANTS, Misalignment, SocketVariant, connector_insertion
+from contactkit.tasks.connector import (
+    SOCKET_VARIANTS,
+    ConnectorGeometry,
+    Misalignment,
+    SocketVariant,
+    connector_insertion,
+    plug,
+    socket,
+)
 from contactkit.tasks.peg_env import (
     INSERTION_PAIRINGS,
     ObservationBounds,
@@ -9,11 +17,21 @@ from contactkit.tasks.peg_env import (
     split_observation,
 )
 from contactkit.tasks.reward import InsertionGoal, goal_reward, insertion_reward, is_halfway, is_success
-from contactkit.tasks.scenes import TRAINING_SHAPES, make_tool, peg_in_hole, random_training_scene, table
+from contactkit.tasks.scenes import (
+    TRAINING_SHAPES,
+    make_tool,
+    mesh_peg_in_hole,
+    peg_in_hole,
+    random_training_scene,
+    table,
+    tip_frame,
+)
 
 __all__ = [
-    "INSERTION_PAIRINGS", "SOCKET_VARIANTS", "TRAINING_SHAPES", "InsertionGoal", "Misalignment", "ObservationBounds",
+    "INSERTION_PAIRINGS", "SOCKET_VARIANTS", "TRAINING_SHAPES", "ConnectorGeometry", "InsertionGoal", "Misalignment",
+    "ObservationBounds",
     "PegEnvConfig",
     "PegInsertionEnv", "SocketVariant", "connector_insertion", "goal_reward", "insertion_reward", "is_halfway",
-    "is_success", "make_tool", "peg_in_hole", "random_training_scene", "split_observation", "table",
+    "is_success", "make_tool", "mesh_peg_in_hole", "peg_in_hole", "plug", "random_training_scene", "socket",
+    "split_observation", "table", "tip_frame",
 ]
