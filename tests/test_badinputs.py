@@ -211,6 +211,11 @@ def _commands(bad: Path, data: Path, ckpt: Path, tmp: Path) -> dict[str, list[st
         "benchmark --checkpoint": ["benchmark", "replan", "--quick", "--checkpoint", str(bad)],
         "experiment --checkpoint": ["experiment", "pf-tracking", "--quick", "--checkpoint", str(bad)],
         "results": ["results", "--results-dir", str(tmp / "results"), "--out", str(tmp / "R.md")],
+        "report --results": ["report", "--results", str(tmp / "results"), "-o", str(tmp / "report.html")],
+        "render": ["render", str(bad), "-o", str(tmp / "r.gif")],
+        "render --checkpoint": ["render", str(data), "--checkpoint", str(bad), "-o", str(tmp / "r2.gif")],
+        "view": ["view", str(bad), "-o", str(tmp / "v.html")],
+        "view --checkpoint": ["view", str(data), "--checkpoint", str(bad), "-o", str(tmp / "v2.html")],
     }
 
 
@@ -220,6 +225,7 @@ def test_every_command_that_reads_a_file_refuses_it_in_one_line(path, good, tmp_
     bad = _copy(path, tmp_path)
     names = {"train --out (resume)": _copy(path, tmp_path / "run", "last.safetensors"),
              "results": _copy(path, tmp_path / "results", "stored.json")}
+    names["report --results"] = names["results"]
     for command, argv in _commands(bad, *good, tmp_path).items():
         r = runner.invoke(app, argv)
         named = names.get(command, bad)
