@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.data.reader import open_dataset
 from contactkit.errors import InvalidInputError
-from contactkit.report.render import ContactProbe, RenderConfig
+from contactkit.report.render import HISTORY, ContactProbe, RenderConfig
 from contactkit.report.viewer import subdivide, track, viewer_html, viewer_payload
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
@@ -101,3 +102,35 @@ def test_page_draws_and_scrubs_in_chromium(dataset, tmp_path, chromium_check):
     assert check["overflowing"] == [] and check["scroll_width"] <= check["viewport"]
     bad = CliRunner().invoke(app, ["view", str(path), "--episode", "3", "-o", str(tmp_path / "x.html")])
     assert bad.exit_code == 2 and "out of range" in bad.output
+
+
+CHECKPOINT = Path(__file__).resolve().parents[2] / "models" / "act-fignet-hexagon-target"
+"""A committed Act-FIGNet (hexagonal peg, target world): its prediction of a short episode takes about a second."""
+
+
+@pytest.mark.skipif(not CHECKPOINT.is_dir(), reason="the committed Act-FIGNet checkpoint is absent")
+def test_view_and_render_with_a_checkpoint_show_the_prediction(dataset, tmp_path):
+    path, episode, _ = dataset
+    from PIL import Image
+    from typer.testing import CliRunner
+
+    from contactkit.cli import app
+
+    out = tmp_path / "view.html"
+    run = CliRunner().invoke(app, ["view", str(path), "-o", str(out), "--checkpoint", str(CHECKPOINT)])
+    assert run.exit_code == 0, run.output
+    data = re.search(r"<script type='application/json' id='data'>(.*?)</script>", out.read_text(), re.DOTALL)
+    payload = json.loads(data.group(1))
+    measured, predicted = np.asarray(payload["measured"]["pos"]), np.asarray(payload["predicted"]["pos"])
+    assert predicted.shape == measured.shape == episode.pos.shape
+    assert np.allclose(predicted[:HISTORY], measured[:HISTORY])  # the model's history is the recording
+    assert not np.allclose(predicted[HISTORY:], measured[HISTORY:])  # then it predicts on its own
+    assert "best.safetensors" in payload["predicted_name"]
+    gif = tmp_path / "both.gif"
+    run = CliRunner().invoke(app, ["render", str(path), "-o", str(gif), "--checkpoint", str(CHECKPOINT),
+                                   "--width", "80", "--height", "60", "--stride", "6"])
+    if run.exit_code == 2 and "OpenGL" in run.output:
+        pytest.skip(run.output)
+    assert run.exit_code == 0, run.output
+    with Image.open(gif) as im:
+        assert im.size == (160, 60)
