@@ -5,6 +5,7 @@ local Ray instance."""
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,11 @@ def test_bad_worker_counts_and_addresses_are_refused(tmp_path):
     assert not uses_ray(1) and uses_ray(2) and uses_ray(1, "auto")
     with pytest.raises(InvalidInputError, match="--workers"):
         collect(CollectSpec(episodes=1, steps=2), str(tmp_path / "x.h5"), workers=0)
+    with socket.socket() as s:  # a port nothing listens at once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(InvalidInputError, match="no Ray cluster answers"):
+        collect(CollectSpec(episodes=1, steps=2), str(tmp_path / "x.h5"), ray_address=f"127.0.0.1:{port}")
     assert not (tmp_path / "x.h5").exists()
 
 

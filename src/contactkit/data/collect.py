@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.control.policies import make_policy
-from contactkit.data.parallel import RayPool, uses_ray
+from contactkit.data.parallel import RayPool, check_reachable, uses_ray
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
 from contactkit.errors import InvalidInputError
@@ -220,6 +220,8 @@ def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | 
         Number of episodes written by this call.
     """
     parallel = uses_ray(workers, ray_address)
+    if ray_address is not None:
+        check_reachable(ray_address)  # before OUT is created
     written = 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:

@@ -15,6 +15,7 @@ runs.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 
@@ -25,6 +26,9 @@ RAY_INSTALL_HINT = "pip install 'contactkit[scale]' (ray)"
 
 RESULTS_BUFFERED_PER_WORKER = 4
 """Finished results that :meth:`RayPool.imap` holds per worker while an earlier job still runs (bounds memory)."""
+
+CONNECT_TIMEOUT_S = 10.0
+"""Longest wait [s] for a TCP answer from a ``HOST:PORT`` cluster address before giving up."""
 
 LOCAL_ADDRESS = "local"
 """``ray.init`` address that starts a new local Ray instance (never joins one that happens to run)."""
@@ -43,6 +47,19 @@ def uses_ray(workers: int, ray_address: str | None = None) -> bool:
     """Whether ``workers``/``ray_address`` ask for Ray (more than one worker, or a cluster address)."""
     check_workers(workers, ray_address)
     return workers > 1 or ray_address is not None
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a ``HOST:PORT`` cluster address nothing listens at (Ray itself would retry for minutes); other forms
+    (``auto``, ``ray://``) are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise InvalidInputError(f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
+                                "start one with 'ray start --head' (docs/scale.md)") from None
 
 
 def _import_ray():
@@ -84,6 +101,8 @@ class RayPool:
         ray = _import_ray()
         if not ray.is_initialized():
             local = self.address is None
+            if not local:
+                check_reachable(self.address)
             try:
                 ray.init(address=LOCAL_ADDRESS if local else self.address, num_cpus=self.workers if local else None,
                          include_dashboard=False if local else None, log_to_driver=False,
