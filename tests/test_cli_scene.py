@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from contactkit.cli import app
 from contactkit.data.reader import open_dataset
 from contactkit.geometry import load_mesh, peg, save_obj, slot
+from contactkit.rotations import rotvec_to_quat
 from contactkit.scene import load_scene
 
 CLEARANCE, DEPTH = 2e-3, 0.025
@@ -87,9 +88,10 @@ def test_scene_peg_and_connector_write_loadable_scenes(tmp_path):
     s = load_scene(tmp_path / "p.json")
     assert s.tool.part.meta["shape"] == "7-gon" and s.statics[1].part.meta["chamfer"] == 0.003
     _ok(runner, ["scene", "connector", "--out", str(tmp_path / "c.json"), "--clearance", "0.0003", "--offset",
-                 "0.001,-0.0005"])
+                 "0.001,-0.0005", "--tilt", "1,-2", "--yaw", "3"])
     c = load_scene(tmp_path / "c.json")
     assert c.meta["clearance"] == 0.0003 and c.meta["socket_pos"][:2] == [0.001, -0.0005]
+    np.testing.assert_allclose(c.statics[0].quat, rotvec_to_quat(np.radians([1.0, -2.0, 3.0])), atol=1e-15)
     assert "meta.task" in _ok(runner, ["scene", "info", str(tmp_path / "c.json")])
 
 
@@ -112,6 +114,7 @@ def test_scene_mesh_refuses_bad_meshes_in_one_line(name, user_parts, tmp_path):
     (["scene", "peg", "--chamfer", "0.001", "--chamfer-angle", "95"], ["chamfer angle"]),
     (["scene", "connector", "--friction", "0"], ["friction"]),
     (["scene", "connector", "--offset", "1"], ["--offset"]),
+    (["scene", "connector", "--tilt", "1,nan"], ["--tilt"]),
 ])
 def test_scene_parameters_are_checked(argv, words, tmp_path):
     _refused(CliRunner(), [*argv, "--out", str(tmp_path / "s.json")], *words)

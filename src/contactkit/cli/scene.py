@@ -152,6 +152,8 @@ def connector(
     chamfer: Annotated[float, typer.Option(help="45° entry chamfer of the socket [m]")] = 1e-3,
     offset: Annotated[str | None, typer.Option(help="x,y offset of the socket from where the robot believes it "
                                                     "is [m]")] = None,
+    tilt: Annotated[str | None, typer.Option(help="x,y tilt of the socket about the world x and y axes [deg]")] = None,
+    yaw: Annotated[float, typer.Option(help="turn of the socket about the world z axis [deg]")] = 0.0,
     plug_mass: Annotated[float, typer.Option(help="plug mass [kg]")] = 0.1,
 ) -> None:
     """A connector-insertion scene (LML paper §5): the C13-like plug above a socket of your parameters."""
@@ -162,9 +164,13 @@ def connector(
     try:
         check_outputs((out, "--out", False))
         xy = _pair(offset, "--offset") or (0.0, 0.0)
+        tx, ty = _pair(tilt, "--tilt") or (0.0, 0.0)
         variant = SocketVariant(f"c{clearance * 1e3:g}mm-mu{friction:g}-ch{chamfer * 1e3:g}mm", clearance, friction,
                                 chamfer)
-        scene = connector_insertion(variant, Misalignment(np.array([xy[0], xy[1], 0.0])), plug_mass=plug_mass)
+        rotvec = np.radians([tx, ty, yaw])
+        if not np.isfinite(yaw):
+            raise InvalidInputError(f"--yaw must be finite, got {yaw}")
+        scene = connector_insertion(variant, Misalignment(np.array([xy[0], xy[1], 0.0]), rotvec), plug_mass=plug_mass)
         _write(scene, out)
     except ContactkitError as exc:
         fail(exc)
