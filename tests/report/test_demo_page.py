@@ -66,3 +66,27 @@ def test_no_gl_means_no_video_and_a_logged_reason(tmp_path, monkeypatch):
     assert demo._render_rollout(scene, episode, tmp_path, "x", logged.append) is None
     assert len(logged) == 1 and "no off-screen OpenGL" in logged[0]
     assert not list(tmp_path.glob("*.gif"))
+
+
+def test_report_appends_the_demo_sections(tmp_path):
+    """``contactkit report --demo DIR`` adds the demo page's sections (figures resolved in DIR) to the report."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from contactkit.cli import app
+
+    demo_dir, results = tmp_path / "demo", tmp_path / "results"
+    demo_dir.mkdir()
+    results.mkdir()
+    _png(demo_dir / "touch_episode0.png")
+    row = {"tool": "square", "slot": "square", "offset_mm": [2.0, 1.0], "contact_s": 1.0, "search_s": 2.0,
+           "tip_height_mm": -0.1, "inserted": True, "figure": _png(demo_dir / "spiral.png"), "video": None}
+    (demo_dir / "summary.json").write_text(json.dumps(_summary(demo_dir, row)))
+    out = tmp_path / "report.html"
+    run = CliRunner().invoke(app, ["report", "--results", str(results), "--demo", str(demo_dir), "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    text = out.read_text(encoding="utf-8")
+    assert "demo: 3. Insert" in text and text.count("src='data:image/png;base64,") == 4
+    missing = CliRunner().invoke(app, ["report", "--results", str(results), "--demo", str(tmp_path), "-o", str(out)])
+    assert missing.exit_code == 2 and "summary.json" in missing.output
