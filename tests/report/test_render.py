@@ -86,6 +86,7 @@ def test_frames_follow_the_tool_and_the_prediction_sits_beside(dataset):
     frames = episode_frames(scene, episode, SMALL)
     assert frames.shape == (len(range(0, episode.pos.shape[0], SMALL.stride)), SMALL.height, SMALL.width, 3)
     assert frames.dtype == np.uint8 and frames.std() > 10
+    assert np.array_equal(episode_frames(scene, episode, SMALL), frames)  # the demo's videos repeat
     moved = dataclasses.replace(episode, pos=episode.pos + [0.03, 0.0, 0.0])
     both = episode_frames(scene, episode, SMALL, predicted=moved)
     assert both.shape[2] == 2 * SMALL.width

@@ -159,3 +159,15 @@ def test_stored_results_report_renders_in_chromium(tmp_path, chromium_check):
     assert len(check["images"]) == named > 0
     assert all(i["ok"] for i in check["images"]), [i for i in check["images"] if not i["ok"]]
     assert check["overflowing"] == [] and check["scrolling_tables"] == 0
+
+
+def test_results_of_any_shape_give_a_page(tmp_path):
+    """A stored result whose keys are not the expected shapes (hand-edited, older) still gives a section."""
+    odd = [{"provenance": ["not", "a", "dict"], "plots": "notalist.png", "figures": [1, None]},
+           {"name": "x", "kind": "benchmark", "provenance": {"git": "abc", "machine": 3, "checkpoints": "c",
+                                                             "command": "contactkit 'unbalanced"},
+            "config": 5, "plots": ["nope.png"]},
+           {}]
+    page = write_results_report(odd, tmp_path / "r.html", tmp_path)
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<h2") == 4 and "nope.png" in text

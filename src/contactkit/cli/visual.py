@@ -22,6 +22,17 @@ def _paper_of(result: dict) -> dict | None:
     return getattr(importlib.import_module(module), "PAPER", None) if module else None
 
 
+def _own_table(result: dict) -> str | None:
+    """The measurement's own markdown table of ``result``, or a line saying why it cannot be made from this file
+    (a result stored by an older version, or edited by hand, may lack what the table reads)."""
+    from contactkit.eval.harness import markdown_of
+
+    try:
+        return markdown_of(result)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        return f"The measurement's own table cannot be made from this file ({type(exc).__name__}: {exc})."
+
+
 def _demo_sections(demo_dir: Path) -> list[dict]:
     """The demo page's sections (``make demo``'s ``summary.json``), figures resolved in ``demo_dir``."""
     from contactkit.demo import report_sections
@@ -47,7 +58,6 @@ def report(
     """One self-contained HTML page of every stored benchmark and experiment: the command, our numbers beside the
     paper's, the peer rows and the figures (embedded)."""
     from contactkit.errors import ResultStoreError
-    from contactkit.eval.harness import markdown_of
     from contactkit.eval.results import read_result
     from contactkit.eval.store import default_results_dir, source_root
     from contactkit.report.results_page import write_results_report
@@ -65,7 +75,7 @@ def report(
         except ResultStoreError:
             root = Path.cwd()
         extra = _demo_sections(demo) if demo is not None else []
-        page = write_results_report(stored, out, root, own_table=markdown_of, paper=_paper_of, extra=extra)
+        page = write_results_report(stored, out, root, own_table=_own_table, paper=_paper_of, extra=extra)
     except ContactkitError as exc:
         fail(exc)
     console.print(f"wrote {page} ({len(stored)} result(s), {page.stat().st_size / 1e6:.1f} MB)", markup=False,

@@ -65,6 +65,16 @@ def record_tables(data: dict) -> list[tuple[str, list[dict]]]:
     return found
 
 
+def _dict(value) -> dict:
+    """``value`` if it is a dict, else an empty one (a stored result is shown whatever shape its keys have)."""
+    return value if isinstance(value, dict) else {}
+
+
+def provenance_of(data: dict) -> dict:
+    """The result's ``provenance`` dict (empty if missing or not a dict)."""
+    return _dict(data.get("provenance"))
+
+
 def command_line(provenance: dict) -> str:
     """The command that made a result: its ``argv`` as a ``contactkit`` command line when stored, else the stored
     ``command`` text, else ``"?"``."""
@@ -75,14 +85,15 @@ def command_line(provenance: dict) -> str:
 
 
 def _where(provenance: dict) -> str:
-    git, machine = provenance.get("git") or {}, provenance.get("machine") or {}
+    git, machine = _dict(provenance.get("git")), _dict(provenance.get("machine"))
     parts = [f"seed {provenance.get('seed')}", f"date {provenance.get('date', '?')}"]
     if git.get("commit"):
         parts.append(f"commit {str(git['commit'])[:10]}{' (dirty tree)' if git.get('dirty') else ''}")
     parts.append(f"{machine.get('cpus', '?')} CPUs, {machine.get('platform', '?')}")
     if isinstance(provenance.get("wall_s"), (int, float)):
         parts.append(f"{provenance['wall_s']:.0f} s wall clock")
-    for c in provenance.get("checkpoints") or []:
+    checkpoints = provenance.get("checkpoints")
+    for c in checkpoints if isinstance(checkpoints, list) else []:
         if isinstance(c, dict):
             parts.append(f"checkpoint {c.get('path')} (sha256 {str(c.get('sha256'))[:12]}…)")
     return " · ".join(parts)
@@ -91,8 +102,12 @@ def _where(provenance: dict) -> str:
 def figure_paths(data: dict, root: Path) -> tuple[list[Path], list[str]]:
     """The figures a result names (``plots`` or ``figures``), resolved against the source checkout ``root`` and
     the ``--plots`` folder of its command; returns ``(found, missing)``."""
-    names = [n for key in ("plots", "figures") for n in (data.get(key) or []) if isinstance(n, str)]
-    argv = shlex.split(command_line(data.get("provenance") or {})) if names else []
+    names = [n for key in ("plots", "figures") if isinstance(data.get(key), list) for n in data[key]
+             if isinstance(n, str)]
+    try:
+        argv = shlex.split(command_line(provenance_of(data))) if names else []
+    except ValueError:  # a stored command that is no shell line (unbalanced quotes): no --plots folder from it
+        argv = []
     folders = [root] + [root / argv[i + 1] for i, a in enumerate(argv[:-1]) if a == PLOTS_OPTION]
     found, missing = [], []
     for name in names:
@@ -132,7 +147,7 @@ def result_section(data: dict, root: Path, own_table: str | None = None, paper: 
         own_table: the measurement's own markdown table of ``data``, if its module has one.
         paper: the paper's numbers quoted by the measurement's module (``PAPER``), if any.
     """
-    prov = data.get("provenance") or {}
+    prov = provenance_of(data)
     scalars = flatten("", {k: v for k, v in data.items() if k not in NOT_SCALARS}, {})
     rows = [{"quantity": k, "value": v} for k, v in scalars.items()]
     found, missing = figure_paths(data, root)
@@ -180,8 +195,7 @@ def write_results_report(results: list[dict], out: str | Path, root: str | Path,
     """
     root = Path(root)
     index = [{"result": f"{d.get('kind', 'result')} {d.get('name', '?')}",
-              "date": (d.get("provenance") or {}).get("date"),
-              "command": command_line(d.get("provenance") or {})} for d in results]
+              "date": provenance_of(d).get("date"), "command": command_line(provenance_of(d))} for d in results]
     sections = [{"title": "Stored results", "rows": index,
                  "text": f"{len(results)} stored benchmark and experiment result(s); every number below is read "
                  "from the stored JSON or from the measurement's module, and the command that made it is shown."}]
