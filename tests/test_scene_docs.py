@@ -56,5 +56,5 @@ def test_python_block_runs(workdir, capsys):
     (code,) = _blocks("python")
     exec(compile(code, str(DOC), "exec"), {"__name__": "docs_scenes"})
     out = capsys.readouterr().out
-    assert "convex pieces, out of the mesh by up to" in out and "25.0 mm deep" in out
+    assert "convex pieces, out of the mesh by up to" in out and "25.0 mm deep" in out and "from the hole's floor" in out
     assert load_scene("my_scene.json").tool.part.name == "tool_mm"
