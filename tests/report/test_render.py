@@ -4,6 +4,9 @@ they should, videos hold every frame, and what cannot be written here is refused
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -128,8 +131,28 @@ def test_unwritable_videos_are_refused_up_front(tmp_path, monkeypatch):
     with pytest.raises(InvalidInputError, match="'.avi' is not a video"):
         check_video_path(tmp_path / "v.avi")
     monkeypatch.setattr(render_module.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # the optional extra absent
     with pytest.raises(RenderError, match="ffmpeg"):
         check_video_path(tmp_path / "v.mp4")
+
+
+def test_mp4_through_the_optional_extras_ffmpeg(tmp_path, monkeypatch):
+    """No ffmpeg on PATH: imageio-ffmpeg's binary is used when the extra is installed."""
+    monkeypatch.setattr(render_module.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", types.SimpleNamespace(get_ffmpeg_exe=lambda: "/opt/ff"))
+    assert render_module.ffmpeg_executable() == "/opt/ff"
+    assert check_video_path(tmp_path / "v.mp4") == tmp_path / "v.mp4"
+
+
+@pytest.mark.skipif(render_module.ffmpeg_executable() is None, reason="no ffmpeg here: apt install ffmpeg, or "
+                    "pip install contactkit[video]")
+def test_mp4_holds_every_frame(tmp_path):
+    frames = np.random.default_rng(0).integers(0, 255, (6, 16, 20, 3), dtype=np.uint8)
+    out = write_video(frames, tmp_path / "v.mp4", fps=5.0)
+    probe = subprocess.run([render_module.ffmpeg_executable(), "-hide_banner", "-i", str(out)], capture_output=True,
+                           text=True)
+    assert "Video: h264" in probe.stderr or "Video: mpeg4" in probe.stderr
+    assert "Duration: 00:00:01.20" in probe.stderr
 
 
 def test_an_unknown_gl_backend_is_a_clear_error(monkeypatch):

@@ -3,8 +3,8 @@ as arrows and the contact points, frame by frame; a model's prediction of the sa
 
 The OpenGL context is made here, not by ``mujoco.Renderer`` (which fixes its backend when mujoco is first
 imported): ``MUJOCO_GL`` when set, else EGL, falling back to OSMesa; neither: a :class:`RenderError` saying what
-each gave. Videos: GIF (Pillow), MP4 (only where an ``ffmpeg`` executable is on PATH; nothing is downloaded) or a
-folder of PNG frames.
+each gave. Videos: GIF (Pillow), MP4 (only where an ``ffmpeg`` executable is on PATH or the optional extra ``[video]``
+provides one; nothing is downloaded) or a folder of PNG frames.
 """
 
 from __future__ import annotations
@@ -280,14 +280,31 @@ def check_video_path(out: str | Path) -> Path:
     if suffix and suffix not in VIDEO_SUFFIXES:
         raise InvalidInputError(f"video '{out}': {out.suffix!r} is not a video this writes; use .gif, .mp4 (with "
                                 "ffmpeg on PATH) or a path without a suffix for a folder of PNG frames")
-    if suffix == ".mp4" and shutil.which("ffmpeg") is None:
-        raise RenderError(f"cannot write '{out}': MP4 needs an ffmpeg executable on PATH (none here; e.g. apt install "
-                          "ffmpeg); write a .gif or a folder of PNG frames instead")
+    if suffix == ".mp4" and ffmpeg_executable() is None:
+        raise RenderError(f"cannot write '{out}': MP4 needs an ffmpeg executable (none on PATH, and the optional "
+                          "extra contactkit[video] = imageio-ffmpeg is not installed; or apt install ffmpeg); write a "
+                          ".gif or a folder of PNG frames instead")
     return out
 
 
+def ffmpeg_executable() -> str | None:
+    """An ffmpeg executable: the one on PATH, else imageio-ffmpeg's bundled binary (optional extra ``[video]``, a
+    68 MB wheel holding a 173 MB binary; installed by pip, never downloaded at run time), else None."""
+    found = shutil.which("ffmpeg")
+    if found is not None:
+        return found
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return None
+    try:
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except RuntimeError:  # the package is there but its binary is not
+        return None
+
+
 def _write_mp4(frames: np.ndarray, out: Path, fps: float) -> Path:
-    ffmpeg = shutil.which("ffmpeg")
+    ffmpeg = ffmpeg_executable()
     _, height, width, _ = frames.shape
     partial = out.with_name(out.name + ".partial.mp4")
     run = subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
