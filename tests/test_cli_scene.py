@@ -187,3 +187,24 @@ def test_scene_files_from_the_bad_input_catalog_are_refused_in_one_line(path, tm
                  ["experiment", "mpc-insertion", "--quick", "--scene", str(path)]):
         _refused(runner, argv, str(path))
     assert not (tmp_path / "d.h5").exists()
+
+
+def test_scene_mesh_reads_stl_and_ply_in_millimetres(user_parts, tmp_path):
+    """The same parts as STL (tool) and PLY (slot) files in millimetres give the OBJ scene's hole and goal."""
+    import trimesh
+
+    tool, slot_file, cache = user_parts
+    for src, dst in ((tool, tmp_path / "tool.stl"), (slot_file, tmp_path / "slot.ply")):
+        part = load_mesh(src)
+        trimesh.Trimesh(part.vertices * 1e3, part.faces, process=False).export(dst)
+    runner = CliRunner()
+    _ok(runner, ["scene", "mesh", "--tool", str(tmp_path / "tool.stl"), "--slot", str(tmp_path / "slot.ply"),
+                 "--units", "mm", "--out", str(tmp_path / "mm.json"), "--coacd-cache", str(cache)])
+    _ok(runner, ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(tmp_path / "m.json"),
+                 "--coacd-cache", str(cache)])
+    mm, m = load_scene(tmp_path / "mm.json"), load_scene(tmp_path / "m.json")
+    np.testing.assert_allclose(mm.target_pos, m.target_pos, atol=1e-9)
+    np.testing.assert_allclose(mm.tool.init_pos, m.tool.init_pos, atol=1e-9)
+    for key in ("depth", "hole_apothem", "slot_top_z"):
+        assert mm.meta[key] == pytest.approx(m.meta[key], rel=1e-6), key
+    assert mm.tool.mass == m.tool.mass and len(mm.statics[1].part.pieces) > 1

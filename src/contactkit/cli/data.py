@@ -83,7 +83,7 @@ def collect(
             fixed_scene=fixed_scene,
         )
         bar = progress()
-        job = bar.add_task(f"collect {task}/{policy}", total=episodes)
+        job = bar.add_task(f"collect {fixed_scene.name if fixed_scene else task}/{policy}", total=episodes)
 
         def report(done: int, total: int) -> None:  # first called once OUT is open and checked
             if not bar.live.is_started:
