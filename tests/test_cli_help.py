@@ -138,3 +138,19 @@ def test_results_outside_a_source_checkout_is_one_clear_line(tmp_path, monkeypat
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
     assert r.output.startswith("error: contactkit results: no source checkout") and "--results-dir" in r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_counts_read_done_of_total_or_done_alone():
+    from contactkit.cli._app import CountColumn, RichProgressSink, progress
+
+    display = progress()
+    sink = RichProgressSink(display)
+    unknown, known = sink.start("settings tried", None), sink.start("[episodes]", 5)
+    column = CountColumn()
+    assert str(column.render(display.tasks[0])) == ""
+    sink.advance(unknown, 3)
+    sink.advance(known, 2)
+    assert [str(column.render(t)) for t in display.tasks] == ["3", "2/5"]
+    assert display.tasks[1].description == "\\[episodes]"  # escaped: shown as written, not as markup
+    sink.finish(known)
+    assert [t.id for t in display.tasks] == [unknown]

@@ -17,6 +17,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from contactkit.errors import InvalidInputError
 
@@ -67,13 +68,22 @@ def check_device_and_checkpoint(device: str, checkpoint: str | Path | None = Non
         load_checkpoint(resolve_checkpoint(checkpoint))
 
 
+class CountColumn(MofNCompleteColumn):
+    """``done/total``, or only ``done`` for a task of unknown length (``0/?`` said nothing)."""
+
+    def render(self, task) -> Text:
+        if task.total is None:
+            return Text(str(int(task.completed)) if task.completed else "", style="progress.download")
+        return super().render(task)
+
+
 def progress(console: Console = console, transient: bool = False) -> Progress:
     """A rich progress display: description, bar, done/total, elapsed time."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        CountColumn(),
         TimeElapsedColumn(),
         console=console,
         transient=transient,
