@@ -184,10 +184,17 @@ def _history(records: list[tuple], horizon: int, memory: int) -> History:
 
 
 def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, config: PlacementConfig,
-                rng: np.random.Generator) -> Episode:
-    """Place the object in the MuJoCo world holding ``θ_gt`` with ``method``; see the module docstring."""
+                rng: np.random.Generator, trace: list | None = None) -> Episode:
+    """Place the object in the MuJoCo world holding ``θ_gt`` with ``method``; see the module docstring.
+
+    ``trace``, if given, receives ``(state, reading)`` for the start (reading None) and after every step (the
+    MuJoCo :class:`~contactkit.state.BodyState`, world frame; the ``(6,)`` F/T reading of that step), e.g. to render
+    the rollout (``make demo``); the episode is the same with or without it.
+    """
     world = MujocoWorld(task_scene(task, theta_gt), config.world, rng=rng)  # rng: F/T noise of a noisy world
     state = world.reset()
+    if trace is not None:
+        trace.append((state, None))
     ref_pos, ref_quat = state.pos.copy(), state.quat.copy()
     model = WrenchModel(diff_scene(task, config.model_world), config.step)
     theta_init = np.zeros(task.n_params)
@@ -221,6 +228,8 @@ def run_episode(task: PlacementTask, method: Method, theta_gt: np.ndarray, confi
         clouds.append(cloud)
         readings.append(result.wrench)
         state = result.state
+        if trace is not None:
+            trace.append((state, result.wrench))
     return Episode(release_error(task, state.pos, state.quat, theta_gt), np.array(estimates), np.array(clouds),
                    np.array(readings), np.asarray(theta_gt))
 
