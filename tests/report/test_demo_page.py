@@ -90,3 +90,26 @@ def test_report_appends_the_demo_sections(tmp_path):
     assert "demo: 3. Insert" in text and text.count("src='data:image/png;base64,") == 4
     missing = CliRunner().invoke(app, ["report", "--results", str(results), "--demo", str(tmp_path), "-o", str(out)])
     assert missing.exit_code == 2 and "summary.json" in missing.output
+
+
+PLACEMENT_STEPS = 4
+"""Control steps of the test's traced placement (the demo's run 50)."""
+
+
+def test_placement_rollout_is_rendered_and_shown_first(tmp_path):
+    try:
+        gl_context(8, 8)[0].free()
+    except RenderError:
+        pytest.skip("no off-screen OpenGL here: apt install libegl1 or libosmesa6")
+    from contactkit.tasks.placement import make_task, sample_cases
+
+    theta = sample_cases(make_task(demo.ESTIMATE_TASK), 1, np.random.default_rng(0))[0]
+    video = demo._placement_rollout(tmp_path, 0, theta, print, steps=PLACEMENT_STEPS)
+    assert video == f"placement_ours-{demo.ESTIMATE_TASK}.gif"
+    with Image.open(tmp_path / video) as im:
+        assert im.n_frames == PLACEMENT_STEPS + 1
+    summary = _summary(tmp_path, {"tool": "s", "slot": "s", "offset_mm": [1.0, 1.0], "search_s": None,
+                                  "tip_height_mm": 1.0, "inserted": False, "figure": "x.png", "video": None})
+    summary["estimate"]["video"] = video
+    estimate = next(s for s in demo.report_sections(summary) if s["title"].startswith("4. Estimate"))
+    assert estimate["figures"][0] == video
