@@ -134,3 +134,11 @@ def test_view_and_render_with_a_checkpoint_show_the_prediction(dataset, tmp_path
     assert run.exit_code == 0, run.output
     with Image.open(gif) as im:
         assert im.size == (160, 60)
+
+
+def test_a_diverged_prediction_is_refused_in_words(dataset):
+    _, episode, scene = dataset
+    payload = viewer_payload(scene, episode)
+    payload["measured"]["pos"][3][0] = float("nan")
+    with pytest.raises(InvalidInputError, match="NaN"):
+        viewer_html(payload, "t")

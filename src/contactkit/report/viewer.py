@@ -142,8 +142,16 @@ def viewer_payload(scene: Scene, episode: Episode, predicted: Episode | None = N
 
 
 def viewer_html(payload: dict, title: str) -> str:
-    """The page's HTML text: the payload as inline JSON (``</`` escaped) and the viewer's script."""
-    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    """The page's HTML text: the payload as inline JSON (``</`` escaped) and the viewer's script.
+
+    Raises:
+        InvalidInputError: the payload holds NaN or infinity (JSON has neither).
+    """
+    try:
+        data = json.dumps(payload, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    except ValueError:
+        raise InvalidInputError("the rollout holds NaN or infinite values (a diverged prediction?); the page cannot "
+                                "show it") from None
     legend = ("drag: orbit · wheel: zoom · ←/→: step · space: play. Tool orange (measured)"
               + (", blue: predicted" if payload.get("predicted") else "")
               + "; F/T force red, torque blue (from the sensor origin); contact points green.")
