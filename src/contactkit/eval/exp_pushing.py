@@ -191,8 +191,10 @@ def bar_check(cases: list[dict]) -> dict:
 
 
 def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path | None = None,
-                   plots: str | Path | None = None) -> dict:
-    """All objects × profiles × trials × (PD, RL) × (model, "real") (module doc); figures into ``plots``."""
+                   plots: str | Path | None = None, ray_address: str | None = None) -> dict:
+    """All objects × profiles × trials × (PD, RL) × (model, "real") (module doc); figures into ``plots``. Trials run
+    ``config.workers`` at a time (:func:`~contactkit.eval.workers.worker_pool`; on the Ray cluster at ``ray_address``
+    if given, whose machines need the checkpoint at the same path)."""
     from contactkit.pushing.residual import load_residual
 
     if config.trials < 1 or not config.duration > 0:
@@ -211,7 +213,7 @@ def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path 
                 jobs.append((c[0].value, c[1].value, goals[c][i], ctrl.value, world.value, str(ckpt),
                              config.duration, c == traced or i == np.flatnonzero(feasible[c])[0]))
                 keys.append((c, ctrl, world))
-    with worker_pool(config.workers) as pool:
+    with worker_pool(config.workers, ray_address) as pool:
         results = list(progress.track(pool.map(run_trial, jobs), "trials", total=len(jobs)))
     per = {c: {r: [] for r in RUNS} for c in cases}
     for (c, ctrl, world), res in zip(keys, results, strict=True):
@@ -253,12 +255,13 @@ def narrowing(options: dict) -> list[str]:
     """Why harness ``options`` cut a run below the full protocol (:func:`contactkit.eval.store.narrowing`):
     ``workers`` does not (results do not depend on it) nor does ``checkpoint`` (another actor, recorded);
     ``config`` does."""
-    return [f"--{k} {v}" for k, v in options.items() if k not in ("workers", "checkpoint") and v is not None]
+    return [f"--{k} {v}" for k, v in options.items() if k not in ("workers", "checkpoint", "ray_address")
+            and v is not None]
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         checkpoint: str | Path | None = None, workers: int | None = None,
-        config: PushingConfig | None = None) -> dict:
+        config: PushingConfig | None = None, ray_address: str | None = None) -> dict:
     """Harness entry point: the quick (1 goal per case) or full (50) budget; ``config`` replaces it (tests)."""
     del device  # numpy / MuJoCo on the CPU
     cfg = config or (QUICK if quick else FULL)
@@ -266,4 +269,4 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         from dataclasses import replace
 
         cfg = replace(cfg, workers=int(workers))
-    return run_experiment(cfg, seed, checkpoint, plots)
+    return run_experiment(cfg, seed, checkpoint, plots, ray_address)
