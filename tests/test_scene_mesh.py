@@ -90,3 +90,30 @@ def test_load_scene_refuses_a_huge_file(tmp_path, monkeypatch):
     monkeypatch.setattr(scene_module, "MAX_SCENE_FILE_BYTES", 100)
     with pytest.raises(InvalidInputError, match="more than 100"):
         load_scene(path)
+
+
+def plate_with_a_through_hole(hole_apothem: float, outer_apothem: float, height: float) -> Part:
+    """A square plate on z = 0 .. height with a square hole through it (closed outward surface, no pieces)."""
+    from contactkit.geometry.prism import polygon, side_faces
+
+    hole, outer = polygon("square", hole_apothem), polygon("square", outer_apothem)
+    ob, ot, it, ib = (np.arange(4) + 4 * i for i in range(4))
+    v = np.concatenate([np.column_stack([p, np.full(4, z)]) for p, z in
+                        ((outer, 0.0), (outer, height), (hole, height), (hole, 0.0))])
+    f = np.concatenate([side_faces(ob, ot), side_faces(ot, it), side_faces(ib, it)[:, [0, 2, 1]], side_faces(ib, ob)])
+    return Part("plate", v, f.astype(np.int64), ())
+
+
+def test_a_hole_through_the_part_ends_on_the_table(tmp_path):
+    from contactkit.geometry import decompose, probe_hole
+    from contactkit.geometry.validate import check_solid
+
+    plate = plate_with_a_through_hole(0.012, 0.03, 0.02)
+    check_solid(plate.vertices, plate.faces, "plate")  # a closed, outward solid
+    facts = probe_hole(plate)
+    assert facts.through and facts.floor_z == 0.0 and facts.depth == pytest.approx(0.02)
+    assert facts.inradius == pytest.approx(0.012, rel=1e-6)
+    decomposed, _ = decompose(plate, cache_dir=tmp_path)
+    scene = mesh_peg_in_hole(peg("square", 0.01, 0.06), moved(decomposed, (0.0, 0.0, 0.5)))
+    assert scene.target_pos[2] == pytest.approx(0.0, abs=1e-12) and scene.meta["through_hole"]
+    assert scene.meta["slot_top_z"] == pytest.approx(0.02)

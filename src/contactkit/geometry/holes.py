@@ -6,7 +6,9 @@ Along it:
 
 * ``top_z`` is the part's highest point (the block's top face) [m];
 * ``floor_z`` is the highest point where the axis meets the surface, found by intersecting the vertical line with
-  every triangle (the first surface a peg lowered along the axis touches) [m];
+  every triangle (the first surface a peg lowered along the axis touches) [m]; where the axis meets no triangle
+  inside the part's footprint the hole goes through (``through``) and its floor is the part's lowest point (the
+  table the part stands on);
 * ``depth = top_z - floor_z`` [m];
 * without a given axis, the axis is centred: it starts at the centre of the part's bounding box in x and y and moves
   to where ``inradius`` is largest (the centre of the largest vertical cylinder that fits the hole; for a regular
@@ -43,6 +45,7 @@ class HoleFacts:
 
     Attributes:
         axis_xy: ``(2,)`` the axis's x, y [m]. top_z, floor_z, depth, inradius: [m].
+        through: the hole goes through the part (its floor is the part's lowest point).
     """
 
     axis_xy: np.ndarray
@@ -50,6 +53,7 @@ class HoleFacts:
     floor_z: float
     depth: float
     inradius: float
+    through: bool = False
 
 
 def _axis_hits(v: np.ndarray, f: np.ndarray, xy: np.ndarray) -> np.ndarray:
@@ -97,11 +101,14 @@ def _inradius(v: np.ndarray, f: np.ndarray, xy: np.ndarray, floor: float, depth:
 
 
 def _depth_at(v: np.ndarray, f: np.ndarray, xy: np.ndarray, label: str) -> tuple[float, float]:
-    """``(floor_z, depth)`` [m] of the hole on the axis through ``xy`` (GeometryError where there is none)."""
+    """``(floor_z, depth)`` [m] of the hole on the axis through ``xy`` (GeometryError where there is none); a
+    through hole's floor is the part's lowest point."""
     hits = _axis_hits(v, f, xy)
-    if hits.size == 0:
+    lo, hi = v[:, :2].min(axis=0), v[:, :2].max(axis=0)
+    if hits.size == 0 and not np.all((lo < xy) & (xy < hi)):
         raise GeometryError(f"{label} misses the part (no hole there: give the hole's axis)")
-    top, floor = float(v[:, 2].max()), float(hits.max())
+    top = float(v[:, 2].max())
+    floor = float(hits.max()) if hits.size else float(v[:, 2].min())
     if top - floor <= MIN_HOLE_DEPTH_FRACTION * float(np.ptp(v[:, 2])):
         raise GeometryError(f"{label} meets the part's top face at z = {floor:.6g} m: there is no hole opening "
                             "upwards (+z) on that axis")
@@ -144,4 +151,4 @@ def probe_hole(part: Part, axis_xy=None) -> HoleFacts:
     inradius = _inradius(v, f, xy, floor, depth)
     if not np.isfinite(inradius) or inradius <= 0.0:
         raise GeometryError(f"{label}: the hole has no wall around the axis (open on the side?)")
-    return HoleFacts(xy, float(hi[2]), floor, depth, float(inradius))
+    return HoleFacts(xy, float(hi[2]), floor, depth, float(inradius), through=_axis_hits(v, f, xy).size == 0)

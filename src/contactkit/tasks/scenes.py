@@ -209,7 +209,8 @@ def mesh_peg_in_hole(
         name: scene name; default ``"peg-in-hole(<tool> in <slot>)"``.
 
     Returns:
-        Scene whose ``target_pos`` is the hole's floor on its axis (where the tip ends when inserted) and whose
+        Scene whose ``target_pos`` is the hole's floor on its axis (the table, for a hole through the slot: where the
+        tip ends when inserted) and whose
         ``meta`` holds what :class:`contactkit.tasks.reward.InsertionGoal` reads (``slot_top_z``, ``depth``,
         ``hole_apothem``: the hole's inradius) and the hole's axis in the slot frame.
 
@@ -230,6 +231,7 @@ def mesh_peg_in_hole(
     height = top + start_height + float(np.ptp(tool_part.vertices[:, 2]))
     meta = {"task": "peg-in-hole", "shape": tool_part.name, "slot_shape": slot_part.name, "depth": hole.depth,
             "hole_apothem": hole.inradius, "slot_top_z": top, "hole_axis_xy": hole.axis_xy.tolist(),
+            "through_hole": hole.through,
             "source": "meshes"}
     return Scene(
         name=name or f"peg-in-hole({tool_part.name} in {slot_part.name})",
