@@ -3,7 +3,8 @@
 import json
 
 from contactkit.estimation.geometry_belief import ParticleFilterConfig
-from contactkit.eval import exp_placement
+from contactkit.eval import exp_pf_tracking, exp_placement
+from contactkit.eval.exp_pf_tracking import TrackingBudget
 from contactkit.eval.exp_placement import PlacementConfig
 from contactkit.eval.store import narrowing
 
@@ -21,3 +22,11 @@ def test_placement_on_two_ray_workers_equals_serial(ray_cluster):
 def test_workers_and_address_do_not_narrow_a_run():
     assert narrowing(exp_placement, {"workers": 2, "ray_address": "auto"}) == []
     assert narrowing(exp_placement, {"workers": 2, "world": "target"}) == ["--world target"]
+
+
+def test_pf_tracking_on_two_ray_workers_equals_serial(ray_cluster):
+    budget = TrackingBudget(episodes=2, steps=12, calibration_episodes=1)
+    serial = exp_pf_tracking.run(quick=True, seed=1, budget=budget, models=("ground-truth",))
+    parallel = exp_pf_tracking.run(quick=True, seed=1, budget=budget, models=("ground-truth",), workers=2)
+    assert json.dumps(parallel, sort_keys=True) == json.dumps(serial, sort_keys=True)
+    assert list(serial["models"]) == ["mujoco-nominal"]  # the ground-truth model, tracked on the workers

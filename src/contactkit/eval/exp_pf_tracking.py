@@ -23,6 +23,8 @@ not); with ``plots``, Fig. 12-style PNGs (estimate against truth per axis, and t
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ import numpy as np
 
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
 from contactkit.control.tare import Tare, TareMode, parse_tare_mode
+from contactkit.errors import InvalidInputError
 from contactkit.estimation.particle_filter import NoiseSpace, PFConfig
 from contactkit.estimation.tracking import (
     NoiseCalibration,
@@ -43,6 +46,7 @@ from contactkit.estimation.tracking import (
 from contactkit.eval import progress
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
+from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import world_pair
 from contactkit.model import ActionMode
 from contactkit.mujoco.world import MujocoWorld
@@ -198,29 +202,57 @@ def _as_model_input(model, episode: RecordedEpisode, applied: np.ndarray) -> Rec
     return episode
 
 
-def _evaluate_model(model, episodes, config, seed: int) -> tuple[dict, list[dict]]:
-    """Scores per configuration (medians and spread over episodes) and the first episode's time series."""
+_MODELS: dict[str, dict] = {}
+"""This process's models of one ``(scene, world, planning budget, device)``, by the digest of their pickle: a
+worker builds them once (a MuJoCo contact model cannot be pickled, so jobs carry its description, not the model)."""
+
+
+def _models_of(key: tuple) -> dict:
+    """``{label: model}`` of ``key`` = ``(scene, world, InsertionBudget, device)``, built on first use here."""
+    digest = hashlib.sha256(pickle.dumps(key)).hexdigest()
+    if digest not in _MODELS:
+        models, _ = build_models(*key, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
+        _MODELS.clear()
+        _MODELS[digest] = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
+    return _MODELS[digest]
+
+
+def _track_job(job: tuple) -> tuple[dict, TrackingResult]:
+    """Scores and result of one (episode, configuration) tracked by model ``name`` (a pool job)."""
+    key, name, (episode, applied, contact, _), config, mode, rng_key = job
+    model = _models_of(key)[name]
+    result = track(model, _as_model_input(model, episode, applied), config, mode, np.random.default_rng(rng_key))
+    return _scores(result, contact), result
+
+
+def _evaluate_model(pool, key: tuple, name: str, episodes, config, seed: int) -> tuple[dict, list[dict]]:
+    """Scores per configuration (medians and spread over episodes) and the first episode's time series; the
+    (episode, configuration) pairs run as ``pool`` jobs (:func:`contactkit.eval.workers.worker_pool`)."""
+    jobs = [(key, name, item, config, mode, [seed, e, m_index]) for e, item in enumerate(episodes)
+            for m_index, mode in enumerate(TrackingMode)]
     per_mode: dict[str, list[dict]] = {m.value: [] for m in TrackingMode}
     series = []
-    for e, (episode, applied, contact, _) in enumerate(progress.track(episodes, "episodes tracked")):
-        episode = _as_model_input(model, episode, applied)
-        for m_index, mode in enumerate(TrackingMode):
-            result = track(model, episode, config, mode, np.random.default_rng([seed, e, m_index]))
-            per_mode[mode.value].append(_scores(result, contact))
-            if e == 0:
-                series.append({"mode": mode.value, "result": result, "truth": episode.states})
+    done = progress.track(pool.imap(_track_job, jobs), "episode configurations tracked", total=len(jobs))
+    for (_, _, (episode, _, _, _), _, mode, (_, e, _)), (scores, result) in zip(jobs, done, strict=True):
+        per_mode[mode.value].append(scores)
+        if e == 0:
+            series.append({"mode": mode.value, "result": result, "truth": episode.states})
     return {mode: _summarise(scores) for mode, scores in per_mode.items()}, series
 
 
-def _record(scene, world: WorldParams, budget: TrackingBudget, seed: int, offset: int, count: int,
+def _record_job(job: tuple) -> tuple:
+    """``(episode, applied, first contact step, tare)`` of one recorded episode (a pool job)."""
+    scene, world, steps, rng_key, tare = job
+    episode, applied, tared = record_episode(scene, world, steps, np.random.default_rng(rng_key), tare)
+    return episode, applied, first_contact(episode.wrenches, tared), tared
+
+
+def _record(pool, scene, world: WorldParams, budget: TrackingBudget, seed: int, offset: int, count: int,
             tare: TareMode = TareMode.NONE) -> list:
-    """``count`` episodes ``(episode, applied (T, 6), first contact step, tare)`` with seeds ``[seed, offset + k]``."""
-    out = []
-    for e in progress.track(range(count), "episodes recorded"):
-        episode, applied, tared = record_episode(scene, world, budget.steps, np.random.default_rng([seed, offset + e]),
-                                                 tare)
-        out.append((episode, applied, first_contact(episode.wrenches, tared), tared))
-    return out
+    """``count`` episodes ``(episode, applied (T, 6), first contact step, tare)`` with seeds ``[seed, offset + k]``,
+    recorded as ``pool`` jobs."""
+    jobs = [(scene, world, budget.steps, [seed, offset + e], tare) for e in range(count)]
+    return list(progress.track(pool.imap(_record_job, jobs), "episodes recorded", total=count))
 
 
 def narrowing(options: dict) -> list[str]:
@@ -232,7 +264,8 @@ def narrowing(options: dict) -> list[str]:
 def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         budget: TrackingBudget | None = None, checkpoint: str | Path | None = None,
         models: tuple[str, ...] | None = None, tare: str | None = None, world: str | None = None,
-        model_world: str | None = None, scene: str | Path | None = None) -> dict:
+        model_world: str | None = None, scene: str | Path | None = None, workers: int | None = None,
+        ray_address: str | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 12-style PNGs in ``plots``.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` and ``models`` as in
@@ -243,27 +276,43 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     default ``target-parametric``) and ``model_world`` (what the models assume, default ``nominal``): preset names
     or WorldParams JSON paths (:func:`contactkit.eval.worlds.world_pair`). ``scene``: a peg-in-hole Scene JSON
     file (``contactkit scene``) to insert into instead of the hexagon with 1 mm clearance (a narrowed run).
+    Episodes are recorded and tracked ``workers`` (default 1) at a time, on Ray when more than one or at
+    ``ray_address`` (:func:`contactkit.eval.workers.worker_pool`); the result does not depend on where.
     """
+    if device != "cpu" and (workers or 1) > 1:
+        raise InvalidInputError(f"pf-tracking: --workers {workers} runs on CPU workers; with --device {device} "
+                                "use one worker")
+    with worker_pool(1 if workers is None else workers, ray_address) as pool:
+        return _run(pool, quick, seed, plots, budget, checkpoint, models, tare, world, model_world, scene, device)
+
+
+def _run(pool, quick: bool, seed: int, plots, budget: TrackingBudget | None, checkpoint,
+         models: tuple[str, ...] | None, tare: str | None, world: str | None, model_world: str | None,
+         scene: str | Path | None, device: str) -> dict:
+    """:func:`run` with its jobs on ``pool``."""
     tare_mode = parse_tare_mode(tare)
     models = None if models is None else known_models(models)
     budget = budget or (QUICK_BUDGET if quick else FULL_BUDGET)
     scene_file, scene = scene, peg_in_hole("hexagon", 1e-3) if scene is None else load_scene(scene)
     worlds = world_pair(world, model_world, "pf-tracking")
     truth_world, nominal = worlds.truth, worlds.model
-    episodes = _record(scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes, tare_mode)
-    calibration_episodes = _record(scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
+    episodes = _record(pool, scene, truth_world, budget, seed, SCORED_SEED_OFFSET, budget.episodes, tare_mode)
+    calibration_episodes = _record(pool, scene, truth_world, budget, seed, CALIBRATION_SEED_OFFSET,
                                    budget.calibration_episodes, tare_mode)
     planning = InsertionBudget((), 0, 0, checkpoint=None if checkpoint is None else str(checkpoint),
                                models=models)
-    models, missing = build_models(scene, nominal, planning, device, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
+    key = (scene, nominal, planning, device)
+    models, missing = build_models(*key, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
     models = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
+    _MODELS.clear()
+    _MODELS[hashlib.sha256(pickle.dumps(key)).hexdigest()] = models  # inline jobs use these, not a second build
     result: dict = {"models": {}, "missing": missing}
     all_series = {}
     for name, model in progress.track(models.items(), "models", total=len(models)):
         calibration = calibrate_noise(model, [_as_model_input(model, ep, applied)
                                               for ep, applied, _, _ in calibration_episodes])
         config = tracking_config(calibration)
-        summary, all_series[name] = _evaluate_model(model, episodes, config, seed)
+        summary, all_series[name] = _evaluate_model(pool, key, name, episodes, config, seed)
         result["models"][name] = {"configurations": summary, "calibration": {
             "process_std": calibration.process_std.tolist(), "measurement_std": calibration.measurement_std.tolist(),
             "n_samples": calibration.n_samples}}
