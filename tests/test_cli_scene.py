@@ -210,3 +210,16 @@ def test_scene_mesh_reads_stl_and_ply_in_millimetres(user_parts, tmp_path):
     for key in ("depth", "hole_apothem", "slot_top_z"):
         assert mm.meta[key] == pytest.approx(m.meta[key], rel=1e-6), key
     assert mm.tool.mass == m.tool.mass and len(mm.statics[1].part.pieces) > 1
+
+
+def test_replan_benchmark_times_on_a_scene_file(tmp_path):
+    from contactkit.eval import bench_replan
+    from contactkit.eval.exp_mpc_insertion import InsertionBudget
+
+    scene_file = tmp_path / "p.json"
+    _ok(CliRunner(), ["scene", "peg", "--out", str(scene_file), "--shape", "square", "--clearance", "0.002"])
+    tiny = InsertionBudget(("square",), episodes_per_pairing=1, max_steps=6, horizon=3, population=4, iterations=1,
+                           replan_every=3, models=("ground-truth",))
+    r = bench_replan.run(quick=True, budget=tiny, scene=str(scene_file))
+    assert r["pairings"] == ["scene"] and {p["pairing"] for p in r["points"]} == {"scene"}
+    assert r["models"]["ground-truth"]["replans"] == len(r["points"]) >= 1

@@ -37,6 +37,7 @@ from contactkit.eval import progress
 from contactkit.eval.exp_mpc_insertion import (
     FULL_BUDGET,
     QUICK_BUDGET,
+    SCENE_PAIRING,
     InsertionBudget,
     act_fignet_checkpoint,
     build_models,
@@ -107,12 +108,15 @@ def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.ran
     return time.perf_counter() - started
 
 
-def measure(budget: InsertionBudget, points: int, seed: int,
-            device: str) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
-    """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent."""
+def measure(budget: InsertionBudget, points: int, seed: int, device: str,
+            scene=None) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
+    """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent, or on
+    ``scene`` alone (a peg-in-hole :class:`~contactkit.scene.Scene`, as the pairing ``SCENE_PAIRING``)."""
     params, times, chosen, missing = WorldParams(), {}, [], []
-    for pairing in progress.track(budget.pairings, "pairings"):
-        env = PegInsertionEnv(PegEnvConfig(pairing=pairing, max_steps=budget.max_steps), params,
+    pairings = (SCENE_PAIRING,) if scene is not None else budget.pairings
+    for pairing in progress.track(pairings, "pairings"):
+        config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
+        env = PegInsertionEnv(config, params, scene=scene,
                               observation_dtype=np.float64)  # the agent plans from the observed state
         config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
                                     iterations=budget.iterations, replan_every=budget.replan_every)
@@ -130,14 +134,21 @@ def measure(budget: InsertionBudget, points: int, seed: int,
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path | None = None,
-        budget: InsertionBudget | None = None) -> dict:
+        budget: InsertionBudget | None = None, scene: str | Path | None = None) -> dict:
     """The benchmark (harness entry point): the quick run times two points of one pairing (:data:`QUICK`); the
     full run :data:`FULL_POINTS` points of each of the five pairings with the Table IV agent. ``budget`` replaces
-    either (tests)."""
+    either (tests). ``scene``: a peg-in-hole Scene JSON file (``contactkit scene``) to time on instead of the
+    pairings (a narrowed run: not stored)."""
     budget = budget or (QUICK if quick else FULL_BUDGET)
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
-    times, points, missing = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device)
+    given = None
+    if scene is not None:
+        from contactkit.scene import load_scene
+
+        given = load_scene(scene)
+        budget = replace(budget, pairings=(SCENE_PAIRING,))
+    times, points, missing = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device, given)
     medians = {name: float(np.median(t)) for name, t in times.items()}
     models = {name: {"replan_s": medians[name], "replan_s_p90": float(np.percentile(t, 90)), "replans": len(t),
                      "vs_ground_truth": medians[name] / medians[REFERENCE] if REFERENCE in medians else None,
