@@ -26,9 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.control.mpc import MPCAgent, MPCConfig
+from contactkit.data.parallel import uses_ray
 from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.eval import progress
+from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
 from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
@@ -309,9 +311,41 @@ def _summary(records: list[EpisodeRecord], wall_s: float) -> dict:
     }
 
 
+def _pairing_env(budget: InsertionBudget, params: WorldParams, scene: Scene | None, pairing: str):
+    """The environment of ``pairing`` (or of ``scene``) and the Table IV MPC config on it."""
+    config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
+    env = PegInsertionEnv(config, params, scene=scene,
+                          observation_dtype=np.float64)  # the agent plans from the observed state
+    return env, MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
+                                   iterations=budget.iterations, replan_every=budget.replan_every)
+
+
+def _pairing_job(job: tuple) -> tuple[list[EpisodeRecord], float]:
+    """Every episode of one (pairing, model), in order (the agent's planner stream runs on across them); the model
+    is the job's, or (a worker's job: a MuJoCo model cannot be pickled) built here from the budget. Returns the
+    records and the wall seconds."""
+    budget, seed, device, params, model_params, scene, pairing, name, model = job
+    env, config = _pairing_env(budget, params, scene, pairing)
+    if model is None:
+        built, gone = build_models(env.scene, model_params, replace(budget, models=(name,)), device)
+        if name not in built:
+            raise ContactkitError(f"planning model {name!r} cannot be built for {pairing!r} on a worker: {gone}")
+        model = built[name]
+    started = time.perf_counter()
+    agent = MPCAgent(model, config, goal_reward(env.scene), planner_rng(seed, pairing))
+    records = []
+    for episode in range(budget.episodes_per_pairing):
+        records.append(run_episode(env, agent, episode_seed(seed, pairing, episode), pairing))
+        r = records[-1]
+        _LOG.info("%s %s episode %d: success=%s steps=%d distance=%.1f mm replan=%.3f s wall=%.0f s", name, pairing,
+                  episode, r.success, r.steps, r.final_distance_mm, float(np.mean(r.replan_s)),
+                  time.perf_counter() - started)
+    return records, time.perf_counter() - started
+
+
 def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: WorldParams | None = None,
-             model_params: WorldParams | None = None, scene: Scene | None = None
-             ) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
+             model_params: WorldParams | None = None, scene: Scene | None = None, workers: int = 1,
+             ray_address: str | None = None) -> tuple[dict[str, list[EpisodeRecord]], dict, list[dict]]:
     """Run every available model on every pairing; returns (records per model, wall seconds, missing).
 
     The environment runs in ``params`` (default :class:`WorldParams` ``()``, the nominal world), the planning
@@ -319,39 +353,41 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
     ``contactkit scene``) the episodes run on it alone, as the pairing :data:`SCENE_PAIRING`.
 
     Which models run is decided once, on the first pairing (a checkpoint that appears during the run does
-    not join it halfway); a model that then cannot be built for a later pairing is an error.
+    not join it halfway); a model that then cannot be built for a later pairing is an error. Each (pairing, model)
+    is one job of :func:`~contactkit.eval.workers.worker_pool` (``workers`` at a time, on Ray when more than one or
+    at ``ray_address``); its episodes run in order, so the records do not depend on where.
     """
     params = params or WorldParams()
     model_params = model_params or params
     records: dict[str, list[EpisodeRecord]] = {}
     wall: dict[str, float] = {}
-    missing: list[dict] = []
-    names: tuple[str, ...] | None = None
-    for pairing in progress.track((SCENE_PAIRING,) if scene is not None else budget.pairings, "pairings"):
-        config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
-        env = PegInsertionEnv(config, params, scene=scene,
-                              observation_dtype=np.float64)  # the agent plans from the observed state
-        config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
-                                    iterations=budget.iterations, replan_every=budget.replan_every)
-        models, gone = build_models(env.scene, model_params,
-                                    budget if names is None else replace(budget, models=names),
-                                    device)
-        if names is None:
-            names, missing = tuple(models), gone
-        elif tuple(models) != names:
-            raise ContactkitError(f"planning models {sorted(set(names) - set(models))} cannot be built for "
-                                  f"{pairing!r}: {gone}")
-        for name, model in models.items():
-            started = time.perf_counter()
-            agent = MPCAgent(model, config, goal_reward(env.scene), planner_rng(seed, pairing))
-            for episode in progress.track(range(budget.episodes_per_pairing), f"{pairing}, {name}: episodes"):
-                record = run_episode(env, agent, episode_seed(seed, pairing, episode), pairing)
-                records.setdefault(name, []).append(record)
-                _LOG.info("%s %s episode %d: success=%s steps=%d distance=%.1f mm replan=%.3f s wall=%.0f s",
-                          name, pairing, episode, record.success, record.steps, record.final_distance_mm,
-                          float(np.mean(record.replan_s)), time.perf_counter() - started)
-            wall[name] = wall.get(name, 0.0) + time.perf_counter() - started
-    return records, wall, missing
+    found: dict = {"names": None, "missing": []}
+    inline = not uses_ray(workers, ray_address)
+
+    def jobs():
+        for pairing in (SCENE_PAIRING,) if scene is not None else budget.pairings:
+            names = found["names"]
+            env, _ = _pairing_env(budget, params, scene, pairing)
+            models, gone = build_models(env.scene, model_params,
+                                        budget if names is None else replace(budget, models=names), device)
+            if names is None:
+                found["names"], found["missing"] = tuple(models), gone
+            elif tuple(models) != names:
+                raise ContactkitError(f"planning models {sorted(set(names) - set(models))} cannot be built for "
+                                      f"{pairing!r}: {gone}")
+            for name, model in models.items():
+                yield (budget, seed, device, params, model_params, scene, pairing, name, model if inline else None)
+
+    with worker_pool(workers, ray_address) as pool:
+        if inline:  # one pairing's models at a time, as they are built
+            runs = ((job, _pairing_job(job)) for job in jobs())
+        else:  # every pairing's models checked here first; the workers build their own
+            todo = list(jobs())
+            runs = zip(todo, pool.imap(_pairing_job, todo), strict=True)
+        for job, (recs, seconds) in progress.track(runs, "pairing × model runs"):
+            records.setdefault(job[7], []).extend(recs)
+            wall[job[7]] = wall.get(job[7], 0.0) + seconds
+    return records, wall, found["missing"]
 
 
 def _restricted(budget: InsertionBudget, episodes: int | None, pairings: tuple[str, ...] | None) -> InsertionBudget:
@@ -377,7 +413,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         budget: InsertionBudget | None = None, checkpoint: str | Path | None = None,
         models: tuple[str, ...] | None = None, episodes: int | None = None,
         pairings: tuple[str, ...] | None = None, world: str | None = None, model_world: str | None = None,
-        scene: str | Path | None = None) -> dict:
+        scene: str | Path | None = None, workers: int | None = None, ray_address: str | None = None) -> dict:
     """The experiment (harness entry point): JSON-ready results, and Fig. 4 PNGs in ``plots`` if given.
 
     ``budget`` replaces the quick or full budget (for smoke tests); ``checkpoint`` names the Act-FIGNet
@@ -388,6 +424,8 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     ``world`` (the environment, reality) and ``model_world`` (what the planning models assume): preset names or
     WorldParams JSON paths, both ``nominal`` by default (:func:`contactkit.eval.worlds.world_pair`).
     ``scene``: a Scene JSON file (``contactkit scene``) to run on instead of the five pairings (then no ``pairings``).
+    ``workers`` (default 1) (pairing, model) runs at a time, on Ray when more than one or at ``ray_address``
+    (:func:`evaluate`); the same records either way (the timings aside).
     """
     given_scene = None
     if scene is not None:
@@ -405,7 +443,11 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
     budget = _restricted(budget, episodes, pairings)
     if given_scene is not None:
         budget = replace(budget, pairings=(SCENE_PAIRING,))
-    records, wall, missing = evaluate(budget, seed, device, worlds.truth, worlds.model, given_scene)
+    if device != "cpu" and (workers or 1) > 1:
+        raise InvalidInputError(f"mpc-insertion: --workers {workers} runs on CPU workers; with --device {device} "
+                                "use one worker")
+    records, wall, missing = evaluate(budget, seed, device, worlds.truth, worlds.model, given_scene,
+                                      1 if workers is None else workers, ray_address)
     result = {
         "partial": episodes is not None or pairings is not None or scene is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
