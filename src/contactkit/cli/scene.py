@@ -56,8 +56,8 @@ def from_meshes(
     out: Annotated[Path, typer.Option(help=OUT_HELP)],
     units: Annotated[str, typer.Option(help="length unit of both files: m, cm, mm, um, in")] = "m",
     tool_origin: Annotated[str, typer.Option(
-        help="tip: move the tool so its frame is at its tip below its centre of mass (+z kept); "
-             "mesh: the file's frame already is")] = "tip",
+        help="tip: move the tool's frame under its centre of mass, at the height of its lowest point (its tip; "
+             "+z kept); mesh: keep the file's frame (it must be there already)")] = "tip",
     hole_xy: Annotated[str | None, typer.Option(
         help="x,y of the hole's axis in the slot file's frame [file units] (default: found, centred)")] = None,
     tool_mass: Annotated[float, typer.Option(help=MASS_HELP)] = 0.3,

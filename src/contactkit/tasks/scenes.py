@@ -170,8 +170,9 @@ def random_training_scene(
 
 
 def tip_frame(part: Part) -> Part:
-    """``part`` moved so that its frame is the tool frame of a peg: origin at the lowest point of the part on the
-    vertical line through its centre of mass (uniform density), axis +z (the part is not turned).
+    """``part`` moved so that its frame is the tool frame of a peg: origin on the vertical line through its centre of
+    mass (uniform density), at the height of its lowest point (for a peg: the centre of its tip face), axis +z (the
+    part is not turned).
 
     Returns:
         The translated :class:`Part` (vertices and pieces [m]); ``meta["tip_offset"]`` holds the ``(3,)`` shift
