@@ -203,3 +203,13 @@ def test_load_part_refuses_bad_meshes_naming_the_file(name):
 
 def test_section_is_canonical():
     assert section("6-gon") == section("hexagon") and section("Octagon")[1] == 8
+
+
+def test_the_finest_circle_still_builds():
+    """A 4096-gon turns by 1.5e-3 rad per corner: convex for the check (relative to the edges, not in m²)."""
+    from contactkit.geometry.prism import MAX_CIRCLE_SEGMENTS
+
+    s = slot("circle", SIZE, 1e-3, DEPTH, circle_segments=MAX_CIRCLE_SEGMENTS)
+    assert s.meta["n_sides"] == MAX_CIRCLE_SEGMENTS and len(s.pieces) == MAX_CIRCLE_SEGMENTS + 1
+    small = 1e-6 * IRREGULAR  # a micrometre-sized hole is as convex as a centimetre one
+    assert len(cup(small, 1e-6, wall=1e-6, floor=1e-6).pieces) == len(IRREGULAR) + 1

@@ -41,8 +41,9 @@ from contactkit.geometry.validate import hull_piece
 
 DEFAULT_SLOT_CIRCLE_SEGMENTS = 64
 """Sides of a circular hole unless told otherwise."""
-CONVEXITY_TOL = 1e-12
-"""Smallest cross product [m²] of two consecutive edges of a hole polygon counted as a convex corner."""
+CONVEXITY_TOL = 1e-9
+"""Smallest sine of the turn between two consecutive edges of a hole polygon counted as a convex corner (a
+4096-gon turns by sin(2π/4096) = 1.5e-3)."""
 
 
 def hole_apothem(
@@ -127,6 +128,10 @@ def _check_convex(hole, what: str) -> np.ndarray:
     if hole.ndim != 2 or hole.shape[1] != 2 or len(hole) < 3 or not np.isfinite(hole).all():
         raise InvalidInputError(f"{what} must be an (n >= 3, 2) array of finite corners [m], got shape {hole.shape}")
     e = np.roll(hole, -1, axis=0) - hole
+    length = np.linalg.norm(e, axis=1)
+    if np.any(length == 0.0):
+        raise InvalidInputError(f"{what} has a repeated corner ({int(np.argmax(length == 0.0)) + 1})")
+    e = e / length[:, None]
     cross = e[:, 0] * np.roll(e, -1, axis=0)[:, 1] - e[:, 1] * np.roll(e, -1, axis=0)[:, 0]
     if np.any(cross <= CONVEXITY_TOL):
         raise InvalidInputError(f"{what} must be a convex polygon, counter-clockwise seen from +z, with no repeated "
