@@ -113,7 +113,7 @@ def test_peg_tip_chamfer_by_length_and_angle(angle_deg):
 
 @pytest.mark.parametrize("kwargs", [{"chamfer": DEPTH}, {"chamfer": 0.01, "chamfer_angle": math.radians(60)},
                                     {"chamfer": 1e-3, "chamfer_angle": 0.0}, {"chamfer": 1e-3, "chamfer_angle": 2.0},
-                                    {"chamfer": -1e-3}, {"chamfer": float("nan")}])
+                                    {"chamfer": -1e-3}, {"chamfer": float("nan")}, {"chamfer": "1mm"}])
 def test_bad_chamfers_are_refused_by_name(kwargs):
     with pytest.raises(InvalidInputError, match="chamfer"):
         slot("square", SIZE, 1e-3, DEPTH, wall=WALL, **kwargs)

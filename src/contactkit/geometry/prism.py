@@ -274,7 +274,10 @@ def chamfer_width(chamfer: float, angle: float, what: str) -> float:
     Raises:
         InvalidInputError: naming ``what``: a negative or non-finite length, an angle outside (0, π/2).
     """
-    chamfer, angle = float(chamfer), float(angle)
+    try:
+        chamfer, angle = float(chamfer), float(angle)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what} chamfer and its angle must be numbers, got {chamfer!r}, {angle!r}") from None
     if not math.isfinite(chamfer) or chamfer < 0.0:
         raise InvalidInputError(f"{what} chamfer must be finite and >= 0 [m], got {chamfer}")
     if not (math.isfinite(angle) and 0.0 < angle < math.pi / 2):
