@@ -19,7 +19,10 @@ from contactkit.control.impedance import pose_target
 from contactkit.data.collect import CollectSpec, collect, make_world
 from contactkit.data.reader import open_dataset
 from contactkit.data.writer import DatasetWriter
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
+
+PAPER = paper_quotes.COLLECT
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 
 def _bare_loop(spec: CollectSpec, commands: np.ndarray) -> float:

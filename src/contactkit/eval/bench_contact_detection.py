@@ -51,13 +51,16 @@ import torch
 from contactkit.depth import ACCURACY_BAND, DepthNet, detect, load_depth_net, query
 from contactkit.engine.params import EngineParams
 from contactkit.errors import CheckpointError, ResultStoreError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.bench_lml import one_core
 from contactkit.eval.contact_detection_poses import PoseSet, insertion_poses, screwing_poses, transform
 from contactkit.eval.store import source_root
 from contactkit.geometry import Part, paper_hole, paper_peg, signed_distance
 from contactkit.geometry.fasteners import bolt, nut
 from contactkit.rotations import quat_mul, quat_to_mat, rotvec_to_quat
+
+PAPER = paper_quotes.CONTACT_DETECTION
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 MARGIN_M = EngineParams().contact_margin
 """Contacts within this gap [m] are reported by both sides (the engine's default speculative margin)."""

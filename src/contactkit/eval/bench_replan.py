@@ -33,7 +33,7 @@ from contactkit.control.icem import initial_state, optimize
 from contactkit.control.mpc import MPCAgent, MPCConfig, make_objective
 from contactkit.control.policies import CONTACT_FORCE_N
 from contactkit.errors import InvalidInputError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.exp_mpc_insertion import (
     FULL_BUDGET,
     QUICK_BUDGET,
@@ -49,6 +49,9 @@ from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
 from contactkit.tasks.reward import goal_reward
+
+PAPER = paper_quotes.REPLAN
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 GOAL_S = 2.0
 """Issue 19's goal for the median replan of the learned model on CPU [s] (it was 1 s in the earlier MPC issue)."""

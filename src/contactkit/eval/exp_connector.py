@@ -45,7 +45,7 @@ import numpy as np
 from contactkit.control.force_qp import ForceQPConfig, solve_force_clip, solve_force_qp
 from contactkit.control.tare import TARE_STEPS, TaredWorld, TareMode, tare_world
 from contactkit.errors import InvalidInputError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.model import ActionMode
 from contactkit.models.linear import LinearForceModel, PoseCommandFeatures, attitude_error
 from contactkit.mujoco import MujocoWorld
@@ -61,6 +61,9 @@ from contactkit.tasks.connector import (
     insertion_depth,
     sample_misalignment,
 )
+
+PAPER = paper_quotes.CONNECTOR_INSERTION
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 SEATED_TOL = 5e-4
 """A plug is seated when its front face is within this height [m] of the seated height."""

@@ -29,7 +29,7 @@ from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.data.parallel import uses_ray
 from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
 from contactkit.model import ActionMode, ContactModel
@@ -41,6 +41,7 @@ from contactkit.tasks.reward import SUCCESS_RADIUS_M, goal_reward
 __all__ = [
     "FULL_BUDGET",
     "MODEL_FACTORIES",
+    "PAPER",
     "PLANNING_ENGINE",
     "QUICK_BUDGET",
     "InsertionBudget",
@@ -54,6 +55,9 @@ __all__ = [
     "run",
     "run_episode",
 ]
+
+PAPER = paper_quotes.MPC_INSERTION
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 _LOG = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.errors import DatasetError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.predict_eval import (
     ActionSource,
     EvalConfig,
@@ -70,7 +70,10 @@ from contactkit.eval.worlds import (
 )
 from contactkit.physics import WorldParams, load_world
 
-__all__ = ["BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "QUICK_BUDGET", "PredictionBudget", "run"]
+__all__ = ["BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "PAPER", "QUICK_BUDGET", "PredictionBudget", "run"]
+
+PAPER = paper_quotes.PREDICTION_ACCURACY
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 BAR_POS_RATIO = 0.5
 """Issue 5 bar: Act-FIGNet's 100-step position RMSE at most this fraction of nominal MuJoCo's."""

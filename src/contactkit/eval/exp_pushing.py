@@ -36,11 +36,14 @@ import numpy as np
 
 from contactkit.control.icr import AngularProfile, ProfileKind
 from contactkit.errors import InvalidInputError
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.workers import worker_pool
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.env import sample_goal
 from contactkit.pushing.scene import ObjectKind, PushScene
+
+PAPER = paper_quotes.PUSHING
+"""The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 """The repository root (where ``models/`` lies in a source checkout)."""

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.assembly.reference_data import TRAJECTORY_ROWS
-from contactkit.eval import progress
+from contactkit.eval import paper_quotes, progress
 from contactkit.eval.tight_assembly_generalization import generalization, pair_depth_net
 from contactkit.eval.tight_assembly_pipeline import (
     TASKS,
@@ -80,11 +80,9 @@ __all__ = ["FULL", "PAPER", "QUICK", "ROBUST_OFFSET", "ROBUST_SPIN", "ROBUST_TAU
            "generalization", "markdown", "narrowing", "one_step", "pair_depth_net", "penetration", "prepare",
            "random_commands", "robustness", "run", "run_experiment", "sample_rows", "step_times"]
 
-PAPER = {"peg-in-hole": {"ours_force_rmse_N": 1.37, "kmeans_pgs_force_rmse_N": 16.27,
-                         "complete_sim_force_rmse_N": 1.63, "ms_per_step": 3.2},
-         "bolting": {"ours_force_rmse_N": 0.72, "kmeans_pgs_force_rmse_N": 5.28,
-                     "complete_sim_force_rmse_N": 1.01, "ms_per_step": 5.6}}
-"""The paper's figures (§V-C, §V-D) for the markdown table."""
+PAPER = paper_quotes.TIGHT_ASSEMBLY
+"""The paper's figures (§V-C, §V-D) beside ours, in the report and the markdown table
+(:mod:`contactkit.eval.paper_quotes`)."""
 
 
 FULL = TightAssemblyConfig(reference_dir=CACHE_DIR, complete_steps=TRAJECTORY_ROWS)
@@ -185,7 +183,7 @@ def markdown(result: dict) -> str:
     """The experiment's table (:func:`contactkit.eval.tight_assembly_figures.markdown_table`)."""
     from contactkit.eval.tight_assembly_figures import markdown_table
 
-    return markdown_table(result, PAPER)
+    return markdown_table(result, paper_quotes.paper_values(PAPER)["tasks"])
 
 
 def narrowing(options: dict) -> list[str]:

@@ -11,6 +11,7 @@ the stored JSON or from the measurement module.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -119,14 +120,57 @@ def figure_paths(data: dict, root: Path) -> tuple[list[Path], list[str]]:
     return found, missing
 
 
+RECORD_KEY = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<where>[^\[\]]+)\]$")
+"""A key ``NAME[field=value,...]``: the record of the list ``NAME`` whose fields have those values (as text)."""
+
+
+def lookup(data, path: tuple[str, ...]):
+    """The value at ``path`` (keys, outermost first) in ``data``, or None where there is none.
+
+    A key ``NAME[field=value,...]`` (:data:`RECORD_KEY`) picks the first record of the list ``data[NAME]`` whose
+    fields equal the values given (compared as text).
+    """
+    for key in path:
+        match = RECORD_KEY.match(key)
+        if isinstance(data, dict) and key in data:
+            data = data[key]
+        elif match and isinstance(data, dict) and _records(data.get(match["name"])):
+            where = dict(pair.split("=", 1) for pair in match["where"].split(",") if "=" in pair)
+            data = next((r for r in data[match["name"]]
+                         if all(str(r.get(k)) == v for k, v in where.items())), None)
+        else:
+            return None
+    return data
+
+
+def paper_quotes(paper, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    """Every leaf of a ``PAPER`` constant (nested dicts) as ``(path, leaf)``, in order."""
+    if not isinstance(paper, dict):
+        return [(path, paper)] if path else []
+    return [q for k, v in paper.items() for q in paper_quotes(v, (*path, str(k)))]
+
+
+def _quoted_row(path: tuple[str, ...], leaf, data: dict) -> dict:
+    """One row of the paper's numbers: a :class:`contactkit.eval.paper_quotes.Quote` (in our units, with its
+    source) or a plain number, beside our value at the same key."""
+    value = getattr(leaf, "ours_units", leaf)
+    ours = lookup(data, path)
+    row = {"quantity": ".".join(path), "paper": _cell(value), "ours": _cell(ours) if ours is not None else None}
+    if hasattr(leaf, "source"):
+        row["source"] = leaf.source
+    return row
+
+
 def paper_rows(data: dict, paper: dict | None) -> list[dict]:
     """The paper's numbers, each beside the value of the same quantity in the result where it has one.
 
-    The paper's numbers are the measurement module's ``PAPER`` constant (nested dicts: dotted keys) and every key
-    of the result that names the paper: a dict under it holds the paper's values of the result's quantities of the
-    same (dotted) names; a number under ``paper_Q`` (or ``Q_paper``) is the paper's value of ``Q``.
+    The paper's numbers are the measurement module's ``PAPER`` constant (nested dicts that mirror the result's keys,
+    leaves :class:`contactkit.eval.paper_quotes.Quote` or numbers; see :func:`lookup`) and every key of the result
+    that names the paper: a dict under it holds the paper's values of the result's quantities of the same (dotted)
+    names; a number under ``paper_Q`` (or ``Q_paper``) is the paper's value of ``Q``.
     """
-    quoted = flatten("", paper, {}) if isinstance(paper, dict) else {}
+    rows = [_quoted_row(path, leaf, data) for path, leaf in paper_quotes(paper)]
+    quoted: dict = {}
     for key, value in data.items():
         if "paper" not in key.lower():
             continue
@@ -135,7 +179,7 @@ def paper_rows(data: dict, paper: dict | None) -> list[dict]:
         else:
             quoted[key.replace("paper_", "").replace("_paper", "")] = _cell(value)
     ours = flatten("", {k: v for k, v in data.items() if k not in NOT_SCALARS and "paper" not in k.lower()}, {})
-    return [{"quantity": k, "paper": v, "ours": ours.get(k)} for k, v in quoted.items()]
+    return rows + [{"quantity": k, "paper": v, "ours": ours.get(k)} for k, v in quoted.items()]
 
 
 def result_section(data: dict, root: Path, own_table: str | None = None, paper: dict | None = None) -> dict:
@@ -153,6 +197,7 @@ def result_section(data: dict, root: Path, own_table: str | None = None, paper: 
     found, missing = figure_paths(data, root)
     records = record_tables({k: v for k, v in data.items() if k != "config"})
     config = [{"setting": k, "value": v} for k, v in flatten("config", data.get("config"), {}).items()]
+    quotes = paper_rows(data, paper)
     section = {
         "title": f"{data.get('kind', 'result')} {data.get('name', '?')}",
         "anchor": f"{data.get('kind', 'result')}-{data.get('name', '?')}",
@@ -160,7 +205,7 @@ def result_section(data: dict, root: Path, own_table: str | None = None, paper: 
         "code": command_line(prov),
         "notes": _where(prov) + (f" · figures named but not found: {', '.join(missing)}" if missing else ""),
         "markdown": own_table or "",
-        "tables": [("the paper's numbers beside ours", paper_rows(data, paper))] if paper_rows(data, paper) else [],
+        "tables": [("the paper's numbers beside ours", quotes)] if quotes else [],
         "details": [],
         "figures": [str(p) for p in found],
     }
