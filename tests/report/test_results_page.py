@@ -171,3 +171,14 @@ def test_results_of_any_shape_give_a_page(tmp_path):
     page = write_results_report(odd, tmp_path / "r.html", tmp_path)
     text = page.read_text(encoding="utf-8")
     assert text.count("<h2") == 4 and "nope.png" in text
+
+
+def test_quoted_paper_numbers_carry_their_source_in_our_units_and_pick_records():
+    from contactkit.eval.paper_quotes import Quote
+
+    data = {"name": "t", "rows": [{"model": "a", "err": 9.0}, {"model": "m", "err": 2.0}]}
+    paper = {"rows[model=m]": {"err": Quote(150, "X paper Table I", 0.01)}, "gone": Quote(1.0, "X paper §2")}
+    assert paper_rows(data, paper) == [
+        {"quantity": "rows[model=m].err", "paper": 1.5, "ours": 2.0, "source": "X paper Table I"},
+        {"quantity": "gone", "paper": 1.0, "ours": None, "source": "X paper §2"}]
+    assert result_section(data, Path("."), paper=paper)["tables"][0][0] == "the paper's numbers beside ours"
