@@ -1,15 +1,14 @@
 """Rendered rollouts: MuJoCo's off-screen renderer draws an episode's tool and environment meshes, the F/T reading
 as arrows and the contact points, frame by frame; a model's prediction of the same episode is drawn beside it.
 
-The OpenGL context is made here, not by ``mujoco.Renderer`` (which fixes its backend when mujoco is first
-imported): ``MUJOCO_GL`` when set, else EGL, falling back to OSMesa; neither: a :class:`RenderError` saying what
-each gave. Videos: GIF (Pillow), MP4 (only where an ``ffmpeg`` executable is on PATH or the optional extra ``[video]``
-provides one; nothing is downloaded) or a folder of PNG frames.
+The OpenGL context is contactkit's one off-screen setup (:func:`contactkit.mujoco.render.gl_context`, re-exported
+here with :class:`RenderError`): ``MUJOCO_GL`` when set, else EGL, falling back to OSMesa; neither: a
+:class:`RenderError` saying what each gave. Videos: GIF (Pillow), MP4 (only where an ``ffmpeg`` executable is on
+PATH or the optional extra ``[video]`` provides one; nothing is downloaded) or a folder of PNG frames.
 """
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import shutil
@@ -21,9 +20,10 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.errors import InvalidInputError
 from contactkit.files import write_atomic
 from contactkit.mujoco.mjcf import scene_to_mjcf
+from contactkit.mujoco.render import OffscreenCanvas, RenderError, gl_context
 from contactkit.physics import load_world
 from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
@@ -31,8 +31,10 @@ from contactkit.scene import Scene
 if TYPE_CHECKING:  # report and data are one layer: an Episode is taken, never imported
     from contactkit.data.schema import Episode
 
-GL_BACKENDS = ("egl", "osmesa")
-"""Off-screen OpenGL backends tried in this order when ``MUJOCO_GL`` is not set."""
+__all__ = ["CONTACT_RGBA", "FORCE_RGBA", "HISTORY", "MAX_GEOMS", "TORQUE_RGBA", "VIDEO_SUFFIXES", "ContactProbe",
+           "EpisodeRenderer", "RenderConfig", "RenderError", "check_video_path", "episode_frames", "ffmpeg_executable",
+           "gl_context", "predicted_episode", "write_video"]
+
 FORCE_RGBA = (0.9, 0.1, 0.1, 1.0)
 TORQUE_RGBA = (0.1, 0.3, 0.95, 1.0)
 CONTACT_RGBA = (0.1, 0.8, 0.2, 1.0)
@@ -40,10 +42,6 @@ MAX_GEOMS = 2000
 """Geoms an MjvScene holds: the scene's meshes plus the overlay (arrows, contact points)."""
 VIDEO_SUFFIXES = (".gif", ".mp4")
 """Video files :func:`write_video` writes; any other path without a suffix is a folder of PNG frames."""
-
-
-class RenderError(ContactkitError):
-    """No off-screen OpenGL context could be made, or a video cannot be encoded here."""
 
 
 @dataclass(frozen=True)
@@ -82,25 +80,6 @@ class RenderConfig:
                                     f"{self.width} x {self.height}")
 
 
-def gl_context(width: int, height: int):
-    """A current off-screen OpenGL context of at least ``width`` x ``height`` pixels, and its backend's name.
-
-    Raises:
-        RenderError: no backend worked (``MUJOCO_GL`` if set, else EGL then OSMesa), naming what each raised.
-    """
-    chosen = os.environ.get("MUJOCO_GL", "").strip().lower()
-    errors = []
-    for name in [chosen] if chosen else GL_BACKENDS:
-        try:
-            context = importlib.import_module(f"mujoco.{name}").GLContext(width, height)
-            context.make_current()
-            return context, name
-        except Exception as exc:  # each backend raises its own ImportError, RuntimeError, OSError or GL errors
-            errors.append(f"{name}: {type(exc).__name__}: {exc}")
-    raise RenderError("no off-screen OpenGL context (MuJoCo rendering needs EGL or OSMesa: set MUJOCO_GL=egl or "
-                      "osmesa, or install libegl1 / libosmesa6): " + "; ".join(errors))
-
-
 class ContactProbe:
     """MuJoCo's contact points of a scene with the tool at a given pose (collision only, no dynamics, no OpenGL).
 
@@ -132,14 +111,11 @@ class EpisodeRenderer:
         self.scene, self.config = scene, config
         self._probe = ContactProbe(scene)
         self.model, self.data = self._probe.model, self._probe.data
-        self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, config.width)
-        self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, config.height)
         self.model.vis.headlight.ambient[:] = 0.35
         self.model.vis.headlight.diffuse[:] = 0.6
-        self._context, self.backend = gl_context(config.width, config.height)
+        self._canvas = OffscreenCanvas(self.model, config.width, config.height)
+        self.backend = self._canvas.backend
         self._scene = mujoco.MjvScene(self.model, maxgeom=MAX_GEOMS)
-        self._mjr = mujoco.MjrContext(self.model, mujoco.mjtFontScale.mjFONTSCALE_100)
-        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._mjr)
         self._option = mujoco.MjvOption()
         self._option.sitegroup[:] = 0  # the controller's target sites are no part of the scene
         self._camera = mujoco.MjvCamera()
@@ -149,7 +125,6 @@ class EpisodeRenderer:
         self._camera.lookat[:] = 0.5 * (start + goal)
         self._camera.distance = config.distance_scale * (size + np.linalg.norm(start - goal))
         self._camera.azimuth, self._camera.elevation = config.azimuth_deg, config.elevation_deg
-        self._viewport = mujoco.MjrRect(0, 0, config.width, config.height)
 
     def contacts(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
         """``(K, 3)`` MuJoCo's contact points [m, world] with the tool at ``pos``, ``quat`` (:class:`ContactProbe`);
@@ -176,13 +151,7 @@ class EpisodeRenderer:
             for vec, scale, rgba in ((wrench[:3], self.config.force_m_per_N, FORCE_RGBA),
                                      (wrench[3:], self.config.torque_m_per_Nm, TORQUE_RGBA)):
                 self._arrow(origin, rot @ np.asarray(vec) * scale, rgba)
-        mujoco.mjr_render(self._viewport, self._scene, self._mjr)
-        if label:
-            mujoco.mjr_overlay(mujoco.mjtFontScale.mjFONTSCALE_100, mujoco.mjtGridPos.mjGRID_TOPLEFT,
-                               self._viewport, label, "", self._mjr)
-        rgb = np.empty((self.config.height, self.config.width, 3), dtype=np.uint8)
-        mujoco.mjr_readPixels(rgb, None, self._viewport, self._mjr)
-        return np.flipud(rgb)
+        return self._canvas.read(self._scene, label)
 
     def _arrow(self, origin: np.ndarray, vec: np.ndarray, rgba) -> None:
         length = float(np.linalg.norm(vec))
@@ -203,10 +172,7 @@ class EpisodeRenderer:
 
     def close(self) -> None:
         """Free the OpenGL resources (idempotent)."""
-        if self._context is not None:
-            self._mjr.free()
-            self._context.free()
-            self._context = None
+        self._canvas.close()
 
     def __enter__(self) -> EpisodeRenderer:
         return self
