@@ -26,7 +26,9 @@ def collect(
     clearance: Annotated[float, typer.Option(help="radial clearance [m]")] = 1e-3,
     slot_shape: Annotated[str | None, typer.Option(help="slot shape if not the peg's")] = None,
     policy: Annotated[
-        str, typer.Option(help="random-spline | spiral | circle-slow | circle-fast | tight-spline (small "
+        str, typer.Option(help="random-spline | contact-spline (random splines with contact-seeking z flips, "
+                          "Act-FIGNet App. V) | "
+                          "spiral | circle-slow | circle-fast | tight-spline (small "
                           "amplitudes for a tight fit) | screw (bolting: turn the nut along the thread)")
     ] = "random-spline",
     episodes: int = 20,
