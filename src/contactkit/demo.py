@@ -38,9 +38,9 @@ from contactkit.physics import load_world
 from contactkit.report.html import write_report
 from contactkit.report.phrases import height_phrase, signed_phrase
 from contactkit.report.plots import plot_episode
-from contactkit.report.render import RenderConfig, RenderError, episode_frames, write_video
+from contactkit.report.render import RenderConfig, render_gif
 from contactkit.scene import Scene
-from contactkit.state import BodyState, stack_states
+from contactkit.state import BodyState
 from contactkit.tasks.scenes import peg_in_hole
 
 SUCCESS_DISTANCE_M = 0.002
@@ -117,20 +117,6 @@ ROLLOUT_VIDEO = RenderConfig(width=320, height=240, stride=4)
 """The rendered insertions of the demo page: 61 frames of 320 x 240 per 240-step trial, real time (5 frames/s)."""
 
 
-def _render_rollout(scene: Scene, episode: Episode, out: Path, name: str, log: Callable[[str], None],
-                    stem: str = "spiral", config: RenderConfig = ROLLOUT_VIDEO) -> str | None:
-    """``STEM_NAME.gif`` of a rollout (MuJoCo off-screen); None, logged, where this machine has no off-screen
-    OpenGL."""
-    try:
-        frames = episode_frames(scene, episode, config, title=name)
-    except RenderError as exc:
-        log(f"rendered rollout of {name} skipped: {exc}")
-        return None
-    video = f"{stem}_{name}.gif"
-    write_video(frames, out / video, fps=1.0 / (float(episode.time[1] - episode.time[0]) * config.stride))
-    return video
-
-
 def _insert(out: Path, seed: int, log: Callable[[str], None]) -> list[dict]:
     rows = []
     for shape, slot_shape in INSERTION_CASES:
@@ -140,7 +126,7 @@ def _insert(out: Path, seed: int, log: Callable[[str], None]) -> list[dict]:
         fig = f"spiral_{name}.png"
         plot_episode(episode, out / fig, title=f"spiral insertion: {name}, 1 mm clearance, "
                      f"started {np.hypot(*row['offset_mm']):.1f} mm off the hole")
-        video = _render_rollout(scene, episode, out, name, log)
+        video = render_gif(scene, episode, out, name, log, stem="spiral", config=ROLLOUT_VIDEO)
         rows.append({"tool": shape, "slot": slot_shape or shape, **row, "figure": fig, "video": video})
         log(f"spiral insertion {name}: started {np.hypot(*row['offset_mm']):.1f} mm off the hole, "
             f"{_search_words(row)}; tip {height_phrase(row['tip_height_mm'] * 1e-3, SLOT_FLOOR)}")
@@ -294,22 +280,13 @@ PLACEMENT_STREAM = 21
 def _placement_rollout(out: Path, seed: int, theta_gt, log: Callable[[str], None], steps: int | None = None
                        ) -> str | None:
     """One more 'ours' placement of the estimate stage's case (the pillar's true offsets ``theta_gt`` [m]; ``steps``
-    control steps, default the experiment's), traced and rendered (:func:`_render_rollout`); its own generator, so
-    its release error may differ from the table's."""
-    from contactkit.eval.exp_placement import Method, PlacementConfig, run_episode
-    from contactkit.tasks.placement import make_task, task_scene
+    control steps, default the experiment's), traced and rendered; its own generator, so its release error may
+    differ from the table's."""
+    from contactkit.eval.placement_rollout import traced_placement
 
-    config = PlacementConfig(tasks=(ESTIMATE_TASK,), workers=1)
-    config = dataclasses.replace(config, steps=steps) if steps is not None else config
-    task, trace = make_task(ESTIMATE_TASK), []
-    theta_gt = np.asarray(theta_gt, dtype=np.float64)
-    run_episode(task, Method.OURS, theta_gt, config, np.random.default_rng([seed, PLACEMENT_STREAM]), trace)
-    states = stack_states([state for state, _ in trace])
-    wrench = np.array([reading for _, reading in trace[1:]])
-    time = np.arange(len(trace)) * config.world.control_dt
-    episode = Episode.from_states(time, states, np.zeros_like(wrench), np.zeros_like(wrench), wrench)
-    return _render_rollout(task_scene(task, theta_gt), episode, out, f"ours-{ESTIMATE_TASK}", log, stem="placement",
-                           config=PLACEMENT_VIDEO)
+    scene, episode = traced_placement(ESTIMATE_TASK, theta_gt, np.random.default_rng([seed, PLACEMENT_STREAM]),
+                                      steps=steps)
+    return render_gif(scene, episode, out, f"ours-{ESTIMATE_TASK}", log, stem="placement", config=PLACEMENT_VIDEO)
 
 
 def run_demo(out: str | Path = "out/demo", seed: int = 0, log: Callable[[str], None] = print) -> dict:

@@ -8,8 +8,9 @@ import pytest
 from PIL import Image
 
 from contactkit import demo
+from contactkit.report import render
 from contactkit.report.html import write_report
-from contactkit.report.render import RenderError, gl_context
+from contactkit.report.render import RenderError, gl_context, render_gif
 from contactkit.tasks.scenes import peg_in_hole
 
 SHORT_TRIAL = 24
@@ -37,7 +38,8 @@ def test_demo_page_embeds_a_rendered_insertion(tmp_path, chromium_check):
     scene = peg_in_hole("square", 1e-3)
     episode, row = demo.spiral_trial(scene, np.random.default_rng(0), steps=SHORT_TRIAL)
     logged = []
-    video = demo._render_rollout(scene, episode, tmp_path, "square-in-square", logged.append)
+    video = render_gif(scene, episode, tmp_path, "square-in-square", logged.append, stem="spiral",
+                       config=demo.ROLLOUT_VIDEO)
     assert video == "spiral_square-in-square.gif" and logged == []
     with Image.open(tmp_path / video) as im:
         assert im.n_frames == len(range(0, SHORT_TRIAL + 1, demo.ROLLOUT_VIDEO.stride))
@@ -59,11 +61,11 @@ def test_no_gl_means_no_video_and_a_logged_reason(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise RenderError("no off-screen OpenGL context (test)")
 
-    monkeypatch.setattr(demo, "episode_frames", refuse)
+    monkeypatch.setattr(render, "episode_frames", refuse)
     scene = peg_in_hole("square", 1e-3)
     episode, _ = demo.spiral_trial(scene, np.random.default_rng(0), steps=4)
     logged = []
-    assert demo._render_rollout(scene, episode, tmp_path, "x", logged.append) is None
+    assert render_gif(scene, episode, tmp_path, "x", logged.append) is None
     assert len(logged) == 1 and "no off-screen OpenGL" in logged[0]
     assert not list(tmp_path.glob("*.gif"))
 

@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # report and data are one layer: an Episode is taken, never i
 
 __all__ = ["CONTACT_RGBA", "FORCE_RGBA", "HISTORY", "MAX_GEOMS", "TORQUE_RGBA", "VIDEO_SUFFIXES", "ContactProbe",
            "EpisodeRenderer", "RenderConfig", "RenderError", "check_video_path", "episode_frames", "ffmpeg_executable",
-           "gl_context", "predicted_episode", "write_video"]
+           "gl_context", "predicted_episode", "render_gif", "write_video"]
 
 FORCE_RGBA = (0.9, 0.1, 0.1, 1.0)
 TORQUE_RGBA = (0.1, 0.3, 0.95, 1.0)
@@ -205,6 +206,21 @@ def episode_frames(scene: Scene, episode: Episode, config: RenderConfig = Render
                                              f"{force}"))
             frames.append(np.concatenate(panels, axis=1))
     return np.stack(frames)
+
+
+def render_gif(scene: Scene, episode: Episode, out: Path, name: str, log: Callable[[str], None],
+               stem: str = "rollout", config: RenderConfig = RenderConfig()) -> str | None:
+    """``out/STEM_NAME.gif`` of an episode (:func:`episode_frames`, titled ``name``, real time); returns its file name,
+    or None, with the reason passed to ``log``, where this machine has no off-screen OpenGL (a page then shows the
+    rollout's plots only)."""
+    try:
+        frames = episode_frames(scene, episode, config, title=name)
+    except RenderError as exc:
+        log(f"rendered rollout of {name} skipped: {exc}")
+        return None
+    video = f"{stem}_{name}.gif"
+    write_video(frames, out / video, fps=1.0 / (float(episode.time[1] - episode.time[0]) * config.stride))
+    return video
 
 
 def write_video(frames: np.ndarray, out: str | Path, fps: float) -> Path:
