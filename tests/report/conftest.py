@@ -1,4 +1,5 @@
-"""Headless Chromium for the page tests: load a page, let a script measure it, read the measurement from the DOM."""
+"""Headless Chromium for the page tests: load a page, let a script measure it, read the measurement from the DOM;
+and a small recorded dataset for the rendering and viewer tests."""
 
 from __future__ import annotations
 
@@ -63,3 +64,16 @@ def check_page(page: Path, tmp: Path) -> dict:
 def chromium_check(tmp_path):
     """:func:`check_page` with a fresh browser profile under the test's temporary folder."""
     return lambda page: check_page(Path(page), tmp_path)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """A recorded touch dataset of one 12-step episode (seed 3): ``(path, episode 0, its scene)``."""
+    from contactkit.data.collect import CollectSpec, collect
+    from contactkit.data.reader import open_dataset
+    from contactkit.scene import Scene
+
+    path = tmp_path_factory.mktemp("touch") / "touch.h5"
+    collect(CollectSpec(episodes=1, steps=12, seed=3), str(path))
+    with open_dataset(path) as ds:
+        return path, ds.episode(0), Scene.from_json(ds.scene_json(0))

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from contactkit.data.collect import CollectSpec, collect
-from contactkit.data.reader import open_dataset
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.report import render as render_module
@@ -29,7 +27,6 @@ from contactkit.report.render import (
     predicted_episode,
     write_video,
 )
-from contactkit.scene import Scene
 from contactkit.state import BodyState
 from contactkit.tasks.scenes import peg_in_hole
 
@@ -45,14 +42,6 @@ def _renders() -> None:
         context.free()
     except RenderError as exc:
         pytest.skip(f"no off-screen OpenGL here ({exc}); apt install libegl1 or libosmesa6")
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    path = tmp_path_factory.mktemp("render") / "touch.h5"
-    collect(CollectSpec(episodes=1, steps=12, seed=3), str(path))
-    with open_dataset(path) as ds:
-        return path, ds.episode(0), Scene.from_json(ds.scene_json(0))
 
 
 def _red(image: np.ndarray) -> int:

@@ -10,22 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contactkit.data.collect import CollectSpec, collect
-from contactkit.data.reader import open_dataset
 from contactkit.errors import InvalidInputError
 from contactkit.report.render import HISTORY, ContactProbe, RenderConfig
 from contactkit.report.viewer import subdivide, track, viewer_html, viewer_payload
 from contactkit.rotations import quat_to_mat
-from contactkit.scene import Scene
 from contactkit.tasks.scenes import peg_in_hole
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    path = tmp_path_factory.mktemp("viewer") / "touch.h5"
-    collect(CollectSpec(episodes=1, steps=12, seed=3), str(path))
-    with open_dataset(path) as ds:
-        return path, ds.episode(0), Scene.from_json(ds.scene_json(0))
 
 
 def _area(v, f) -> float:
