@@ -24,7 +24,7 @@ not); with ``plots``, Fig. 12-style PNGs (estimate against truth per axis, and t
 from __future__ import annotations
 
 import hashlib
-import pickle
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -203,13 +203,20 @@ def _as_model_input(model, episode: RecordedEpisode, applied: np.ndarray) -> Rec
 
 
 _MODELS: dict[str, dict] = {}
-"""This process's models of one ``(scene, world, planning budget, device)``, by the digest of their pickle: a
+"""This process's models of one ``(scene, world, planning budget, device)``, by :func:`_key_digest`: a
 worker builds them once (a MuJoCo contact model cannot be pickled, so jobs carry its description, not the model)."""
+
+
+def _key_digest(key: tuple) -> str:
+    """sha256 of ``(scene, world, InsertionBudget, device)`` through their JSON forms (no pickle anywhere)."""
+    scene, world, planning, device = key
+    text = json.dumps([scene.to_json(), world.to_json(), asdict(planning), str(device)], default=str, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _models_of(key: tuple) -> dict:
     """``{label: model}`` of ``key`` = ``(scene, world, InsertionBudget, device)``, built on first use here."""
-    digest = hashlib.sha256(pickle.dumps(key)).hexdigest()
+    digest = _key_digest(key)
     if digest not in _MODELS:
         models, _ = build_models(*key, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
         _MODELS.clear()
@@ -305,7 +312,7 @@ def _run(pool, quick: bool, seed: int, plots, budget: TrackingBudget | None, che
     models, missing = build_models(*key, (ActionMode.POSE_DELTA, ActionMode.WRENCH))
     models = {MODEL_LABELS.get(name, name): model for name, model in models.items()}
     _MODELS.clear()
-    _MODELS[hashlib.sha256(pickle.dumps(key)).hexdigest()] = models  # inline jobs use these, not a second build
+    _MODELS[_key_digest(key)] = models  # inline jobs use these, not a second build
     result: dict = {"models": {}, "missing": missing}
     all_series = {}
     for name, model in progress.track(models.items(), "models", total=len(models)):
