@@ -53,7 +53,8 @@ def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> 
         "3 tanh actions (push-frame n, t velocity × "
         f"{training['action_lin_scale_mps']} m/s, yaw rate × {training['action_ang_scale_radps']} rad/s)",
         f"- training: {training['steps']} environment steps ({training['steps_asked']} asked), "
-        f"{training['episodes']} episodes of {training['episode_steps']} steps, {training['wall_s']:.0f} s wall on "
+        f"{training['episodes']} episodes of up to {training['episode_steps']} steps (an episode that loses the "
+        f"object ends early), {training['wall_s']:.0f} s wall on "
         f"one torch thread, seed {training['seed']}, lr {training['learning_rate']}, batch {training['batch_size']}, "
         f"{training['gradient_steps']} gradient step(s) every {training['train_freq']} env step(s), OU σ "
         f"{training['ou_sigma']}, θ {training['ou_theta']}; stopped by the wall-time limit: "
