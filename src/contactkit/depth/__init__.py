@@ -8,6 +8,7 @@ cartesian coordinates."""
 
 from contactkit.depth.checkpoint import load_depth_net, save_depth_net
 from contactkit.depth.coordinates import R_EPS, Coordinates, SymmetryFrame, make_frame
+from contactkit.depth.mining import MateSampler, mined_samples, warm_start
 from contactkit.depth.network import DepthNet, NodeContacts, detect, features, query
 from contactkit.depth.training import (
     ACCURACY_BAND,
@@ -25,6 +26,7 @@ __all__ = [
     "Coordinates",
     "DepthNet",
     "DepthSetup",
+    "MateSampler",
     "NodeContacts",
     "SymmetryFrame",
     "TrainConfig",
@@ -34,8 +36,10 @@ __all__ = [
     "features",
     "load_depth_net",
     "make_frame",
+    "mined_samples",
     "query",
     "save_depth_net",
     "train_depth_net",
     "training_samples",
+    "warm_start",
 ]
