@@ -15,8 +15,8 @@ Errors (definitions of :func:`contactkit.pushing.controller.episode_errors`): tr
 (F_i,des − λ_i)|`` [N] and torque ``mean_t |Σ_i (τ_i,des − τ_i)|`` [N m] (Table IV). A case's error is the mean
 over its *completed* trials. A goal whose eq-13 plan is infeasible at any step is a failed trial of every run
 (``infeasible``); an episode that stops early (object lost, unreachable start, singularity, divergence) is a
-failure of that controller and world (``failures``). Neither contributes a NaN: a case with no completed trial
-reports its error as None.
+failure of that controller and world (``failures``, why in ``failure_reasons``). Neither contributes a NaN: a
+case with no completed trial reports its error as None.
 
 JSON: ``cases[].{object, profile, trials, pd_translation_err_pct, rl_translation_err_pct, pd_angle_err_pct,
 rl_angle_err_pct, pd_force_err_N_sim, rl_force_err_N_sim, pd_force_err_N_real, rl_force_err_N_real,
@@ -159,13 +159,14 @@ def _mean(values: list[float]) -> float | None:
 def _case_entry(obj, profile, goals, feasible, runs: dict) -> dict:
     """One ``cases[]`` row from the trial results ``runs[(controller, world)]`` (a list over feasible goals)."""
     entry = {"object": obj.value, "profile": profile.value, "trials": len(goals),
-             "infeasible": int((~feasible).sum()), "failures": {}, "completed": {}}
+             "infeasible": int((~feasible).sum()), "failures": {}, "completed": {}, "failure_reasons": {}}
     names = {"translation_pct": "translation_err_pct", "angle_pct": "angle_err_pct", "force_N": "force_err_N",
              "torque_Nm": "torque_err_Nm"}
     for (c, w), results in runs.items():
         done = [r for r in results if r["failure"] is None]
         entry["failures"][f"{c.value}_{w.value}"] = len(results) - len(done)
         entry["completed"][f"{c.value}_{w.value}"] = len(done)
+        entry["failure_reasons"][f"{c.value}_{w.value}"] = [r["failure"] for r in results if r["failure"] is not None]
         for key, name in names.items():
             entry[f"{c.value}_{name}_{w.value}"] = _mean([r["errors"][key] for r in done])
     for c in Controller:  # Table III's names: the "real" world
