@@ -64,7 +64,10 @@ KV = 4.0
 """Joint damping ``K_v`` of eq 15 [N m s/rad]: the grid search's best (:data:`KP`); the grid stops at 4 a priori,
 since the robot's joint loop (the "real" world) evaluates eq 15 explicitly at 1 kHz and the nominal wrist inertia
 (a few 10⁻³ kg m²) makes explicit damping unstable for ``K_v h / I ≳ 2`` (earlier measurement in the "real" world
-with 400/20: both tips in contact on 1–20 % of the steps, angle error 71 %)."""
+with 400/20: both tips in contact on 1–20 % of the steps, angle error 71 %). Observed AFTER the choice, not used
+for it (it would tune on the test worlds): that bound is loose — in the "real" world 1000/4 chatters (cube,
+constant profile, the experiment's seed-0 goal: planar force error 0.66 N, vs 0.12 N with 1000/2, which tracks at
+2.0 % / 0.2 %; wedge: angle error 38 %), so the PD-only baseline's "real" errors include that chatter."""
 EE_POS_GAIN = 5.0
 """π_H's end-effector position feedback [1/s]: ``v += EE_POS_GAIN (p_des − p)``."""
 EE_ROT_GAIN = 5.0
