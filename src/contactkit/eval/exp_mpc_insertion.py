@@ -371,8 +371,8 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
     def jobs():
         for pairing in (SCENE_PAIRING,) if scene is not None else budget.pairings:
             names = found["names"]
-            env, _ = _pairing_env(budget, params, scene, pairing)
-            models, gone = build_models(env.scene, model_params,
+            pairing_scene = scene if scene is not None else PegEnvConfig(pairing=pairing).scene()
+            models, gone = build_models(pairing_scene, model_params,
                                         budget if names is None else replace(budget, models=names), device)
             if names is None:
                 found["names"], found["missing"] = tuple(models), gone
