@@ -46,15 +46,21 @@ def test_hole_net_holds_its_measured_accuracy():
     assert band["max_um"] <= HOLE_BAND_MEASURED * 1e6, band
 
 
-def test_bolt_net_meets_the_bar_in_the_thread_region():
+def _bolt_accuracy(path) -> tuple[dict, dict, dict]:
+    """Accuracy of the bolt net at ``path``: at the nut's nodes in the thread region, at its nodes by the
+    thread's ends, and over the ±0.5 mm band (pose and band samples from rng 12)."""
     part = bolt()
-    net = load_depth_net(BOLT, part)
+    net = load_depth_net(path, part)
     rng = np.random.default_rng(12)
     points = nut_nodes_on_bolt(rng, part)
     thread = (points[:, 2] > THREAD_FROM) & (points[:, 2] < part.meta["chamfer_start_z"] - THREAD_BELOW_CHAMFER)
     nodes = accuracy(net, part, rng, points=points[thread])
     ends = accuracy(net, part, rng, points=points[~thread])
-    band = accuracy(net, part, rng, n=10_000)
+    return nodes, ends, accuracy(net, part, rng, n=10_000)
+
+
+def test_bolt_net_meets_the_bar_in_the_thread_region():
+    nodes, ends, band = _bolt_accuracy(BOLT)
     assert nodes["n"] > 1000 and nodes["n_far"] == 0
     assert nodes["max_um"] <= BOLT_BAR * 1e6, nodes
     assert ends["max_um"] <= BOLT_ENDS_MEASURED * 1e6, ends
@@ -71,14 +77,7 @@ REFINED_BAND_MEASURED = 85e-6
 
 
 def test_refined_bolt_net_holds_its_measured_accuracy():
-    part = bolt()
-    net = load_depth_net(REFINED, part)
-    rng = np.random.default_rng(12)
-    points = nut_nodes_on_bolt(rng, part)
-    thread = (points[:, 2] > THREAD_FROM) & (points[:, 2] < part.meta["chamfer_start_z"] - THREAD_BELOW_CHAMFER)
-    nodes = accuracy(net, part, rng, points=points[thread])
-    ends = accuracy(net, part, rng, points=points[~thread])
-    band = accuracy(net, part, rng, n=10_000)
+    nodes, ends, band = _bolt_accuracy(REFINED)
     assert nodes["n"] > 1000 and nodes["n_far"] == 0
     assert nodes["max_um"] <= BOLT_BAR * 1e6, nodes
     assert ends["max_um"] <= REFINED_ENDS_MEASURED * 1e6, ends
