@@ -10,6 +10,7 @@ import pytest
 
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.eval import exp_mpc_insertion as exp
+from contactkit.eval import planning_models
 from contactkit.eval.exp_mpc_insertion import InsertionBudget
 
 TINY = InsertionBudget(("square", "circle-in-square"), episodes_per_pairing=1, max_steps=6, horizon=4,
@@ -100,13 +101,13 @@ def _appearing_factory(fail_on: set[int]):
 
 def test_a_model_that_appears_during_the_run_does_not_join_it(monkeypatch):
     factories = {"ground-truth": exp.MODEL_FACTORIES["ground-truth"], "late": _appearing_factory({0})}
-    monkeypatch.setattr(exp, "MODEL_FACTORIES", factories)
+    monkeypatch.setattr(planning_models, "MODEL_FACTORIES", factories)
     records, _, missing = exp.evaluate(TINY, seed=0)
     assert set(records) == {"ground-truth"} and [m["model"] for m in missing] == ["late"]
 
 
 def test_a_model_that_disappears_during_the_run_is_an_error(monkeypatch):
-    monkeypatch.setattr(exp, "MODEL_FACTORIES", {"flaky": _appearing_factory({1})})
+    monkeypatch.setattr(planning_models, "MODEL_FACTORIES", {"flaky": _appearing_factory({1})})
     with pytest.raises(ContactkitError, match="flaky"):
         exp.evaluate(TINY, seed=0)
 

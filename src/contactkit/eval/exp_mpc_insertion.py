@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -27,12 +26,20 @@ import numpy as np
 
 from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.data.parallel import uses_ray
-from contactkit.engine.params import EngineParams
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.eval import paper_quotes, progress
+from contactkit.eval.planning_models import (
+    CHECKPOINT_MODELS,
+    MODEL_FACTORIES,
+    PLANNING_ENGINE,
+    InsertionBudget,
+    ModelUnavailable,
+    act_fignet_checkpoint,
+    build_models,
+    known_models,
+)
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
-from contactkit.model import ActionMode, ContactModel
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
@@ -61,128 +68,11 @@ PAPER = paper_quotes.MPC_INSERTION
 
 _LOG = logging.getLogger(__name__)
 
-PLANNING_ENGINE = EngineParams(max_step=5e-3, max_iterations=20, max_contacts=24, max_initial_penetration=5e-3)
-"""Engine settings of the "engine" planning model: 5 ms engine steps (10 per 50 ms control step), at most 20
-solver sweeps and 24 contacts per step, and observed states up to 5 mm deep in the slot's geometry are
-accepted (projected out by the first step): MuJoCo's soft contacts, seen in the engine's node-contact
-geometry, go deeper than the default 1 mm allows. Chosen for planning speed over the defaults (2.5 ms, 60
-sweeps, 48 contacts) after a one-off comparison of random downward rollouts against MuJoCo that no command
-of the repo reproduces; what the full run reports is the replan time and success with these settings."""
-
-
-@dataclass(frozen=True)
-class InsertionBudget:
-    """How much of the experiment to run.
-
-    Attributes:
-        pairings: keys of :data:`INSERTION_PAIRINGS` to evaluate.
-        episodes_per_pairing: episodes per pairing (Act-FIGNet paper: 10 per tool shape).
-        max_steps: control steps per episode (Act-FIGNet paper: 150).
-        horizon, population, iterations, replan_every: iCEM settings (Table IV: 50, 20, 5, 5).
-        n_threads: rollout threads of the ground-truth (MuJoCo) and engine planning models (0: calling thread).
-        checkpoint: Act-FIGNet checkpoint to plan with (None: Act-FIGNet is listed as missing).
-        models: names of :data:`MODEL_FACTORIES` to run (None: all); the others are listed as missing.
-    """
-
-    pairings: tuple[str, ...]
-    episodes_per_pairing: int
-    max_steps: int
-    horizon: int = 50
-    population: int = 20
-    iterations: int = 5
-    replan_every: int = 5
-    n_threads: int = 0
-    checkpoint: str | None = None
-    models: tuple[str, ...] | None = None
-
-
 FULL_BUDGET = InsertionBudget(tuple(INSERTION_PAIRINGS), episodes_per_pairing=10, max_steps=150, n_threads=2)
 """The paper's run: 10 episodes on each of the 5 pairings, 150 steps, Table IV agent."""
 QUICK_BUDGET = InsertionBudget(tuple(INSERTION_PAIRINGS), episodes_per_pairing=1, max_steps=40, horizon=20,
                                population=12, iterations=3, replan_every=5)
 """A smoke run (< 2 min on 2 cores): one short episode per pairing with a small planning budget."""
-
-
-class ModelUnavailable(ContactkitError):
-    """A planning model that cannot be built here; the message says why."""
-
-
-ModelFactory = Callable[[Scene, WorldParams, InsertionBudget, str], ContactModel]
-
-
-def _ground_truth(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
-    from contactkit.mujoco.model import MujocoContactModel
-
-    return MujocoContactModel(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
-
-
-def _check_protocol(model, name: str) -> ContactModel:
-    """Refuse a model that does not implement the ContactModel protocol."""
-    missing = [a for a in ("action_mode", "history", "control_dt") if not hasattr(model, a)]
-    if missing:
-        raise ModelUnavailable(f"{name} does not implement the ContactModel protocol yet (lacks {missing})")
-    return model
-
-
-def act_fignet_checkpoint(budget: InsertionBudget) -> Path:
-    """The checkpoint the "act-fignet" model loads: ``budget.checkpoint`` (``--checkpoint``). There is no
-    default: a checkpoint picked up from the working directory would make a run that no clean checkout repeats
-    (and that the harness refuses to store), so the model is listed as missing instead.
-
-    Raises:
-        ModelUnavailable: no checkpoint was given, or the given file does not exist.
-    """
-    if budget.checkpoint is None:
-        raise ModelUnavailable("no --checkpoint given: Act-FIGNet runs only from a checkpoint you name "
-                               "(e.g. models/act-fignet-hexagon-target/best.safetensors, or contactkit train's output)")
-    path = Path(budget.checkpoint)
-    if not path.is_file():
-        raise ModelUnavailable(f"no Act-FIGNet checkpoint at {path}")
-    return path
-
-
-def _act_fignet(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
-    path = act_fignet_checkpoint(budget)
-    try:
-        from contactkit.models.gnn import GnnContactModel
-
-        model = GnnContactModel.from_checkpoint(path, scene, device=device)
-    except (ContactkitError, ImportError) as exc:
-        raise ModelUnavailable(f"Act-FIGNet checkpoint {path} cannot plan pose deltas: "
-                               f"{type(exc).__name__}: {exc}") from exc
-    return _check_protocol(model, f"Act-FIGNet (GnnContactModel from {path})")
-
-
-def _engine(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
-    from contactkit.engine.model import EngineContactModel
-
-    model = EngineContactModel(scene, params, ActionMode.POSE_DELTA, engine=PLANNING_ENGINE,
-                               n_threads=budget.n_threads)
-    return _check_protocol(model, "contactkit engine")
-
-
-MODEL_FACTORIES: dict[str, ModelFactory] = {
-    "ground-truth": _ground_truth,
-    "act-fignet": _act_fignet,
-    "engine": _engine,
-}
-"""Planning models by name; each builds a ContactModel for a scene or raises :class:`ModelUnavailable`."""
-
-
-def known_models(models) -> tuple[str, ...]:
-    """``models`` as a tuple of names of :data:`MODEL_FACTORIES`.
-
-    Raises:
-        InvalidInputError: a name that is not one (the message lists the known ones).
-    """
-    unknown = sorted(set(models) - set(MODEL_FACTORIES))
-    if unknown:
-        raise InvalidInputError(f"unknown models {unknown}; available: {sorted(MODEL_FACTORIES)}")
-    return tuple(models)
-
-
-CHECKPOINT_MODELS = frozenset({"act-fignet"})
-"""Models of :data:`MODEL_FACTORIES` that run only from a checkpoint."""
 
 
 def narrowing(options: dict) -> list[str]:
@@ -202,30 +92,6 @@ def narrowing(options: dict) -> list[str]:
         if left_out:
             reasons.append(f"--models leaves out {left_out}")
     return reasons
-
-
-def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str,
-                 modes: tuple[ActionMode, ...] = (ActionMode.POSE_DELTA,)
-                 ) -> tuple[dict[str, ContactModel], list[dict]]:
-    """``({name: model}, [{"model": name, "reason": why}])``: the models that exist and those that do not.
-
-    A model whose ``action_mode`` is not in ``modes`` is missing (the MPC agent plans pose deltas, as the
-    impedance-controlled tool of Act-FIGNet paper §IV-A takes them).
-    """
-    models, missing = {}, []
-    for name, factory in MODEL_FACTORIES.items():
-        if budget.models is not None and name not in budget.models:
-            missing.append({"model": name, "reason": f"not run: this run's budget plans with {list(budget.models)}"})
-            continue
-        try:
-            model = factory(scene, params, budget, device)
-            if ActionMode(model.action_mode) not in modes:
-                raise ModelUnavailable(f"{name} takes {ActionMode(model.action_mode).value} actions, not one of "
-                                       f"{[m.value for m in modes]}")
-            models[name] = model
-        except ModelUnavailable as exc:
-            missing.append({"model": name, "reason": str(exc)})
-    return models, missing
 
 
 @dataclass(frozen=True)

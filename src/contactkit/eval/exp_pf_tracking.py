@@ -44,8 +44,8 @@ from contactkit.estimation.tracking import (
     track,
 )
 from contactkit.eval import progress
-from contactkit.eval.exp_mpc_insertion import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
+from contactkit.eval.planning_models import InsertionBudget, act_fignet_checkpoint, build_models, known_models
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import world_pair
 from contactkit.model import ActionMode
