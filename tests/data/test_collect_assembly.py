@@ -10,14 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from contactkit.control.policies import (
-    TIGHT_SPLINE_POS_LIMIT,
-    TIGHT_SPLINE_ROT_LIMIT,
-    ScrewConfig,
-    ScrewDirection,
-    ScrewPolicy,
-    make_policy,
-)
+from contactkit.control.policies import TIGHT_SPLINE_POS_LIMIT, TIGHT_SPLINE_ROT_LIMIT, make_policy
+from contactkit.control.screw_policy import ScrewConfig, ScrewDirection, ScrewPolicy
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.data.reader import open_dataset
 from contactkit.engine.model import EngineContactModel
