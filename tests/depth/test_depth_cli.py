@@ -54,3 +54,17 @@ def test_learn_depth_warm_start_and_refinement_are_recorded(tmp_path):
     r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(out), "--steps", "3",
                             "--mate-poses", "4"])
     assert r.exit_code == 2 and "mate_poses" in r.output
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(out), "--steps", "3",
+                            "--adam-mate-poses", "4", "--adam-mate-nodes", "10"])
+    assert r.exit_code == 2 and "adam_mate_poses 4" in r.output
+
+
+def test_learn_depth_end_samples_are_recorded(tmp_path):
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--steps", "3",
+                            "--coordinates", "cylindrical", "--end-fraction", "0.25", "--end-span", "0.002"])
+    assert r.exit_code == 0, r.output
+    net = load_depth_net(tmp_path / "valid_cube_10mm.safetensors", load_mesh(CUBE))
+    assert net.meta["end_fraction"] == 0.25 and net.meta["end_span"] == 0.002
+    assert "--end-fraction 0.25 --end-span 0.002" in net.meta["command"]
+    card = (tmp_path / "README.md").read_text()
+    assert "0.25 of the near-surface samples lie within 0.002 m of the axial ends" in card

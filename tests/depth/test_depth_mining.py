@@ -1,6 +1,7 @@
 """Warm starts and hard-example mining of :mod:`contactkit.depth.mining`: a warm start with no steps returns its
-initial network, a network of another domain is refused, the mined worst nodes are the worst-fitted ones, and
-the nut sampler's poses are screw motions within the play."""
+initial network, a network of another domain is refused, the mined worst nodes are the worst-fitted ones, the
+Adam phase's mate nodes are the sampler's nodes within the fit band and join the samples, and the nut sampler's
+poses are screw motions within the play."""
 
 import dataclasses
 import math
@@ -11,7 +12,7 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from contactkit.depth import TrainConfig, default_setup, make_frame, train_depth_net
-from contactkit.depth.mining import mined_samples
+from contactkit.depth.mining import ADAM_STREAM, mate_samples, mined_samples
 from contactkit.depth.presets import SCREW_AXIAL, SCREW_BELOW, nut_nodes_screwed
 from contactkit.depth.training import _scaled_inputs
 from contactkit.errors import CheckpointError, InvalidInputError
@@ -59,6 +60,29 @@ def test_mined_worst_nodes_are_the_worst_fitted(cube):
     np.testing.assert_array_equal(p, again[0])
     with pytest.raises(InvalidInputError, match="mate_poses"):
         mined_samples(params, setup, cube, None, 40, worst, random, 1e-3, 0, scaled, exact)
+
+
+def test_adam_mate_nodes_are_the_samplers_nodes_in_the_band_and_join_the_samples(cube):
+    setup = default_setup(cube, make_frame("cartesian"))
+    exact = lambda q: signed_distance(cube, q)  # noqa: E731
+    band, n = 5e-4, 300
+    p, d = mate_samples(setup, cube, _face_nodes, 40, n, band, 0, exact)
+    drawn = _face_nodes(np.random.default_rng([0, ADAM_STREAM]), 40)
+    inside = drawn[np.abs(exact(drawn)) <= band]
+    assert 0 < n < len(inside) < len(drawn)  # the band filter drops some of the face nodes (up to 0.8 mm off)
+    assert len(p) == n and np.abs(d).max() <= band
+    np.testing.assert_allclose(d, exact(p), rtol=0, atol=1e-12)
+    assert all((inside == q).all(axis=1).any() for q in p)
+    every, _ = mate_samples(setup, cube, _face_nodes, 40, 10**6, band, 0, exact)
+    assert len(every) == len(inside)
+    base = train_depth_net(cube, setup, SMALL)
+    mixed = train_depth_net(cube, setup, dataclasses.replace(SMALL, adam_mate_poses=40, adam_mate_nodes=n),
+                            mate=_face_nodes)
+    assert mixed.meta["n_samples"] == base.meta["n_samples"] + n
+    with pytest.raises(InvalidInputError, match="adam_mate_poses 40"):
+        train_depth_net(cube, setup, dataclasses.replace(SMALL, adam_mate_poses=40, adam_mate_nodes=n))
+    with pytest.raises(InvalidInputError, match="adam_mate_poses"):
+        mate_samples(setup, cube, None, 40, n, band, 0, exact)
 
 
 def _net_error(params, setup, p, d) -> np.ndarray:

@@ -263,6 +263,12 @@ def learn_depth(
         help="hard-example mining: poses of the mating part whose nodes are mined (presets only; default 0)")] = None,
     mine_worst: Annotated[int | None, typer.Option(help="mined nodes kept: the worst-fitted")] = None,
     mine_random: Annotated[int | None, typer.Option(help="mined nodes kept: others at random")] = None,
+    adam_mate_poses: Annotated[int | None, typer.Option(
+        help="the mating part's nodes at this many poses join the Adam samples from the start (presets only)")] = None,
+    adam_mate_nodes: Annotated[int | None, typer.Option(help="how many of those nodes join (at random)")] = None,
+    end_fraction: Annotated[float | None, typer.Option(
+        help="share of the near-surface samples drawn by the axial ends (default: the preset's)")] = None,
+    end_span: Annotated[float | None, typer.Option(help="[m] how far from the axial ends those lie")] = None,
 ) -> None:
     """Train a part's penetration-depth network from its mesh (tight-tolerance paper §III-A, §V-B) and measure
     its error against the exact signed distance in the ±0.5 mm band."""
@@ -282,7 +288,8 @@ def learn_depth(
         torch.set_num_threads(threads)
         extra = {"samples": samples, "refine_steps": refine_steps, "refine_power": refine_power,
                  "mate_poses": mate_poses,
-                 "mine_worst": mine_worst, "mine_random": mine_random}
+                 "mine_worst": mine_worst, "mine_random": mine_random, "adam_mate_poses": adam_mate_poses,
+                 "adam_mate_nodes": adam_mate_nodes, "end_fraction": end_fraction, "end_span": end_span}
         extra = {k: v for k, v in extra.items() if v is not None}
         ps = part_setup(part, coordinates=coordinates, steps=steps, seed=seed, overrides=extra)
         start = load_depth_net(init, ps.part) if init is not None else None
@@ -373,6 +380,12 @@ def _model_card(net, path: Path) -> str:
 def _refinement_lines(m: dict) -> list[str]:
     """The model card's lines on the warm start, the hard-example mining and the L-BFGS refinement (if any)."""
     out = []
+    if m.get("adam_mate_poses"):
+        out.append(f"- of those samples, up to {m['adam_mate_nodes']} are the mating part's nodes at "
+                   f"{m['adam_mate_poses']} random poses of the fit (within ±{m['fit_band']} m), in the Adam phase "
+                   "from the first step")
+    if m.get("end_fraction"):
+        out.append(f"- {m['end_fraction']} of the near-surface samples lie within {m['end_span']} m of the axial ends")
     if m.get("init"):
         out.append(f"- started from a network made by `{m['init'].get('command')}` ({m['init'].get('steps')} Adam "
                    f"steps, {m['init'].get('train_time_s')} s), not from fresh weights")

@@ -9,6 +9,9 @@ part's nodes at ``mate_poses`` random poses of the fit (a preset's sampler, with
 the Adam phase is unchanged), keep those within ``fit_band`` of the surface, evaluate the network there against
 the exact signed distance, and add the ``mine_worst`` worst-fitted and ``mine_random`` others drawn at random to
 the refinement's samples (:func:`contactkit.depth.training.refine`, a power-p loss: the worst errors dominate).
+The same nodes can also join the Adam phase's samples from the start (:func:`mate_samples`, from scratch: the
+network then spends its capacity on them from the first step, and the hard-example half of each batch keeps
+drawing the worst-fitted of them).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from contactkit.errors import CheckpointError, InvalidInputError
 MINE_STREAM = 16
 """Second word of the ``np.random.default_rng([seed, MINE_STREAM])`` stream the mining draws from (the samples
 and Adam's batches keep theirs)."""
+ADAM_STREAM = 17
+"""Second word of the stream :func:`mate_samples` draws from (the Adam phase's mate nodes)."""
 MINE_CHUNK = 200_000
 """Nodes evaluated at a time while mining."""
 DOMAIN_TOL = 1e-12
@@ -75,11 +80,7 @@ def mined_samples(params, setup, part, sampler: MateSampler | None, poses: int, 
         raise InvalidInputError(f"mate_poses {poses}: part {part.name!r} has no mating part's node sampler "
                                 "(only the m48-bolt preset has one)")
     rng = np.random.default_rng([seed, MINE_STREAM])
-    nodes = sampler(rng, poses)
-    f = features_numpy(setup.frame, nodes)
-    nodes = nodes[((f >= setup.feature_lo) & (f <= setup.feature_hi)).all(axis=1)]
-    d = exact(nodes)
-    nodes, d = nodes[np.abs(d) <= fit_band], d[np.abs(d) <= fit_band]
+    nodes, d = _candidates(setup, sampler, rng, poses, fit_band, exact)
     err = np.empty(len(nodes))
     with torch.no_grad():
         for s in range(0, len(nodes), MINE_CHUNK):
@@ -93,3 +94,36 @@ def mined_samples(params, setup, part, sampler: MateSampler | None, poses: int, 
              "mate_max_err_before_um": float(err.max() * 1e6) if len(err) else None,
              "mate_rms_err_before_um": float(np.sqrt(np.mean(err**2)) * 1e6) if len(err) else None}
     return nodes[pick], d[pick], stats
+
+
+def _candidates(setup, sampler: MateSampler, rng: np.random.Generator, poses: int, fit_band: float,
+                exact: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(nodes (M, 3), exact (M,))``: the mating part's nodes at ``poses`` poses inside the domain of ``setup``
+    and within ``fit_band`` [m] of the surface."""
+    nodes = sampler(rng, poses)
+    f = features_numpy(setup.frame, nodes)
+    nodes = nodes[((f >= setup.feature_lo) & (f <= setup.feature_hi)).all(axis=1)]
+    d = exact(nodes)
+    near = np.abs(d) <= fit_band
+    return nodes[near], d[near]
+
+
+def mate_samples(setup, part, sampler: MateSampler | None, poses: int, n: int, fit_band: float, seed: int,
+                 exact: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``n`` of the mating part's nodes, drawn at random among those at ``poses`` random poses of the fit
+    that lie in the domain and within ``fit_band`` [m] of the surface, for the Adam phase's samples (module
+    docstring); from the ``[seed, ADAM_STREAM]`` stream, so the other samples and the mining are unchanged.
+
+    Returns:
+        ``(points (M, 3) [m] part frame, exact signed distance (M,) [m])``, ``M = min(n, candidates)``.
+
+    Raises:
+        InvalidInputError: ``sampler`` is None.
+    """
+    if sampler is None:
+        raise InvalidInputError(f"adam_mate_poses {poses}: part {part.name!r} has no mating part's node sampler "
+                                "(only the m48-bolt preset has one)")
+    rng = np.random.default_rng([seed, ADAM_STREAM])
+    nodes, d = _candidates(setup, sampler, rng, poses, fit_band, exact)
+    pick = rng.choice(len(nodes), min(n, len(nodes)), replace=False)
+    return nodes[pick], d[pick]

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
-from contactkit.depth.mining import MateSampler, mined_samples, warm_start
+from contactkit.depth.mining import MateSampler, mate_samples, mined_samples, warm_start
 from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
 from contactkit.depth.sampling import OFFSET_SCALES, edge_samples, profile_samples, surface_samples
 from contactkit.devices import check_device
@@ -90,6 +90,8 @@ class TrainConfig:
         mate_poses, mine_worst, mine_random: hard-example mining before the refinement
             (:mod:`contactkit.depth.mining`): the mating part's nodes at mate_poses poses, of which the
             mine_worst worst-fitted and mine_random others join the refinement's samples;
+        adam_mate_poses, adam_mate_nodes: the mating part's nodes at adam_mate_poses poses, adam_mate_nodes of
+            them (within fit_band) joining the Adam phase's samples from the start (:func:`mining.mate_samples`);
         seed: every random draw.
     """
 
@@ -112,11 +114,14 @@ class TrainConfig:
     mate_poses: int = 0
     mine_worst: int = 0
     mine_random: int = 0
+    adam_mate_poses: int = 0
+    adam_mate_nodes: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
         floors = {"samples": 100, "steps": 0, "batch": 1, "hard_every": 1, "refine_steps": 0, "refine_power": 2,
-                  "axial_r_min": 0.0, "end_span": 0.0, "mate_poses": 0, "mine_worst": 0, "mine_random": 0}
+                  "axial_r_min": 0.0, "end_span": 0.0, "mate_poses": 0, "mine_worst": 0, "mine_random": 0,
+                  "adam_mate_poses": 0, "adam_mate_nodes": 0}
         bad = [f"{name} must be >= {low}, got {getattr(self, name)}" for name, low in floors.items()
                if not getattr(self, name) >= low]
         shares = ("surface_fraction", "edge_fraction", "hard_fraction", "end_fraction")
@@ -207,28 +212,27 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
         init: a network of the same part, coordinates and domain to start from instead of fresh weights (a
             warm start; ``config.steps`` may then be 0: refinement only); ``meta["init"]`` records its own
             ``command``, steps, seed and training time.
-        mate: the mating part's node sampler for hard-example mining (``config.mate_poses`` > 0).
+        mate: the mating part's node sampler for hard-example mining (``config.mate_poses`` > 0) and the Adam
+            phase's mate nodes (``config.adam_mate_poses`` > 0).
 
     Returns:
         :class:`DepthNet` with float64 weights and ``meta`` holding the settings, sample count, final loss and
         training time [s] (accuracy is measured separately by :func:`accuracy`).
 
     Raises:
-        InvalidInputError: ``config.steps`` 0 without ``init``; mining without ``mate``. CheckpointError: an
-            ``init`` of another mesh, frame or domain.
+        InvalidInputError: ``config.steps`` 0 without ``init``; mining or Adam mate nodes without ``mate``.
+        CheckpointError: an ``init`` of another mesh, frame or domain.
     """
     if config.steps == 0 and init is None:
         raise InvalidInputError("steps must be >= 1, got 0 (0 only when starting from an initial network)")
-    if config.mate_poses and mate is None:
-        raise InvalidInputError(f"mate_poses {config.mate_poses}: part {part.name!r} has no mating part's node "
-                                "sampler (only the m48-bolt preset has one)")
+    if (config.mate_poses or config.adam_mate_poses) and mate is None:
+        raise InvalidInputError(f"mate_poses {config.mate_poses}, adam_mate_poses {config.adam_mate_poses}: part "
+                                f"{part.name!r} has no mating part's node sampler (only the m48-bolt preset has one)")
     t0 = time.perf_counter()
     rng = np.random.default_rng(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)
-    points, target = training_samples(part, setup, config.samples, config.surface_fraction, rng,
-                                      config.edge_fraction, config.axial_r_min, config.end_fraction,
-                                      config.end_span)
+    points, target = _adam_samples(part, setup, config, rng, mate)
     x = torch.as_tensor(_scaled_inputs(setup, points), dtype=dtype)
     y = torch.as_tensor(target, dtype=dtype)
     if config.fit_band >= setup.depth_scale:
@@ -274,6 +278,20 @@ def train_depth_net(part: Part, setup: DepthSetup, config: TrainConfig,
     return DepthNet(part.name, sha, f.coordinates, f.origin, f.axis, f.ref,
                     f.pitch, f.handedness, setup.feature_lo.copy(), setup.feature_hi.copy(), setup.depth_scale,
                     tuple(p.detach().cpu().to(torch.float64).numpy().copy() for p in params), meta)
+
+
+def _adam_samples(part: Part, setup: DepthSetup, config: TrainConfig, rng: np.random.Generator,
+                  mate: MateSampler | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(points (M, 3), exact signed distance (M,))`` [m] of the Adam phase: :func:`training_samples`, then
+    (``config.adam_mate_poses`` > 0) the mating part's nodes (:func:`mining.mate_samples`, own stream)."""
+    points, target = training_samples(part, setup, config.samples, config.surface_fraction, rng,
+                                      config.edge_fraction, config.axial_r_min, config.end_fraction,
+                                      config.end_span)
+    if config.adam_mate_poses:
+        p, d = mate_samples(setup, part, mate, config.adam_mate_poses, config.adam_mate_nodes, config.fit_band,
+                            config.seed, lambda q: signed_distance(part, q))
+        points, target = np.concatenate([points, p]), np.concatenate([target, d])
+    return points, target
 
 
 def refine(params, x: torch.Tensor, y: torch.Tensor, scale: float, config: TrainConfig,
