@@ -10,11 +10,19 @@ back to the calling process, which alone writes files.
 
 Ray is the optional extra ``contactkit[scale]``; without it, only the serial path (``workers=1``, no address)
 runs.
+
+Token authentication (Ray 2.60): ``ray start --head`` turns it on by itself when this machine has a token
+(``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is unset, and
+``ray.init(address="auto")`` follows it, but ``ray.init(address="HOST:PORT")`` does not: the driver then connects
+without its token and the cluster refuses it ("InvalidAuthToken"). :class:`RayPool` therefore enables token mode for
+a ``HOST:PORT`` address the way Ray does for ``auto`` (:func:`enable_token_auth`); a cluster without authentication
+accepts such a driver too.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -32,6 +40,14 @@ CONNECT_TIMEOUT_S = 10.0
 
 LOCAL_ADDRESS = "local"
 """``ray.init`` address that starts a new local Ray instance (never joins one that happens to run)."""
+
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+"""Ray's switch for token authentication (``token`` or ``disabled``; unset: Ray decides, see the module doc)."""
+
+AUTH_HINT = ("if the cluster uses Ray's token authentication, this machine needs the head's token: set "
+             "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the output of 'ray get-auth-token' on the head (or copy the "
+             "head's ~/.ray/auth_token here, or point RAY_AUTH_TOKEN_PATH at a copy); docs/scale.md")
+"""What to set when a cluster address refuses the driver (named by the error)."""
 
 
 def check_workers(workers: int, ray_address: str | None = None) -> None:
@@ -60,6 +76,26 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     except OSError as exc:
         raise InvalidInputError(f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
                                 "start one with 'ray start --head' (docs/scale.md)") from None
+
+
+def enable_token_auth(address: str) -> bool:
+    """Turn on Ray's token authentication in this process for a ``HOST:PORT`` cluster ``address`` when
+    ``RAY_AUTH_MODE`` is unset and a token is available here, as ``ray.init(address="auto")`` does itself (module
+    doc); ``RAY_AUTH_MODE`` set either way is respected. Sets ``RAY_AUTH_MODE=token`` in this process's environment
+    (kept after the pool closes, as Ray does). Returns whether token mode is on for the connection."""
+    if address == "auto" or "://" in address:
+        return os.environ.get(AUTH_MODE_ENV, "").lower() == "token"
+    try:
+        from ray._private.authentication import authentication_token_setup as auth
+    except ImportError:  # another Ray version: leave it to Ray (the error names what to set)
+        return os.environ.get(AUTH_MODE_ENV, "").lower() == "token"
+    quiet = logging.getLogger(auth.__name__)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # its warning speaks of starting a cluster, not of joining one
+    try:
+        return bool(auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False))
+    finally:
+        quiet.setLevel(level)
 
 
 def _import_ray():
@@ -103,13 +139,15 @@ class RayPool:
             local = self.address is None
             if not local:
                 check_reachable(self.address)
+                enable_token_auth(self.address)
             try:
                 ray.init(address=LOCAL_ADDRESS if local else self.address, num_cpus=self.workers if local else None,
                          include_dashboard=False if local else None, log_to_driver=False,
                          logging_level=logging.WARNING, configure_logging=True)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
+            except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
                 where = "start a local Ray instance" if local else f"connect to the Ray cluster at {self.address}"
-                raise InvalidInputError(f"--ray-address {self.address}: cannot {where} ({exc})") from None
+                hint = "" if local else f"; {AUTH_HINT}"
+                raise InvalidInputError(f"--ray-address {self.address}: cannot {where} ({exc}){hint}") from None
             self._owner = True
         self._ray = ray
         self._task = ray.remote(num_cpus=1)(_run_job)
