@@ -7,6 +7,8 @@ import pytest
 
 from contactkit.eval import exp_prediction as exp
 from contactkit.eval.predict_eval import load_recorded
+from contactkit.eval.prediction_bar import BAR_FORCE_CLEAN_RATIO, BAR_FORCE_RATIO
+from contactkit.eval.prediction_bar import bar as prediction_bar
 
 TINY = dataclasses.replace(exp.QUICK_BUDGET, train_episodes=1, val_episodes=1, test_episodes=1, episode_steps=12)
 
@@ -31,7 +33,7 @@ def test_bar_on_recorded_and_clean_readings():
             _row("mujoco-nominal", 40.0, 0.56, 0.03, 0.2, 0.02),
             _row("mujoco-nominal-wrench", 1e4, 0.55, 0.02, 0.2, 0.02),
             _row("mujoco-target-oracle", 0.0, 0.5, 0.01, 0.0, 0.0)]
-    bar = exp._bar(rows)
+    bar = prediction_bar(rows, exp.TRAIN_POLICY)
     assert bar["pos_ratio_vs_mujoco_nominal"] == pytest.approx(0.25) and bar["pos_ok"]
     assert bar["force_ratio_vs_mujoco_nominal"] == pytest.approx(0.6 / 0.56) and not bar["force_ok"]
     assert bar["force_clean_ratio_vs_mujoco_nominal"] == pytest.approx(0.25) and bar["force_clean_ok"]
@@ -39,6 +41,23 @@ def test_bar_on_recorded_and_clean_readings():
     assert bar["force_floor_N"] == 0.5 and bar["force_clean_floor_N"] == 0.0
     assert bar["ft_lower_than_fignet_plus"] and bar["ft_clean_lower_than_fignet_plus"]
     no_twin = [dict(r, force_err_clean_N=None, torque_err_clean_Nm=None) for r in rows]
-    bar = exp._bar(no_twin)
+    bar = prediction_bar(no_twin, exp.TRAIN_POLICY)
     assert bar["force_clean_ratio_vs_mujoco_nominal"] is None and bar["force_clean_ok"] is None
     assert bar["force_bar_readings"] == "recorded" and bar["force_bar_ok"] is False
+
+
+def test_clean_force_bar_is_issue_19s_half_and_recorded_keeps_issue_5s_third():
+    """A ratio of 0.4 passes the clean bar (≤ 0.5) and fails the recorded one (≤ 0.33); 0.55 fails both."""
+    assert BAR_FORCE_RATIO < 0.4 < BAR_FORCE_CLEAN_RATIO < 0.55
+
+    def rows(ratio):
+        return [_row("act-fignet", 10.0, ratio, 0.01, ratio * 0.2, 0.004),
+                _row("fignet-plus", 30.0, 0.7, 0.03, 0.2, 0.01), _row("mujoco-nominal", 40.0, 1.0, 0.03, 0.2, 0.02),
+                _row("mujoco-nominal-wrench", 1e4, 0.55, 0.02, 0.2, 0.02),
+                _row("mujoco-target-oracle", 0.0, 0.5, 0.01, 0.0, 0.0)]
+
+    passing = prediction_bar(rows(0.4), exp.TRAIN_POLICY)
+    assert passing["force_clean_ratio_vs_mujoco_nominal"] == pytest.approx(0.4)
+    assert passing["force_clean_ok"] and passing["force_bar_ok"] and not passing["force_ok"]
+    failing = prediction_bar(rows(0.55), exp.TRAIN_POLICY)
+    assert not failing["force_clean_ok"] and not failing["force_bar_ok"] and not failing["force_ok"]

@@ -60,6 +60,7 @@ from contactkit.eval.predict_eval import (
     noise_free,
     report_row,
 )
+from contactkit.eval.prediction_bar import BAR_FORCE_CLEAN_RATIO, BAR_FORCE_RATIO, BAR_POS_RATIO, bar
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import (
     STORED_TRUTH_WORLD,
@@ -70,15 +71,12 @@ from contactkit.eval.worlds import (
 )
 from contactkit.physics import WorldParams, load_world
 
-__all__ = ["BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "PAPER", "QUICK_BUDGET", "PredictionBudget", "run"]
+__all__ = ["BAR_FORCE_CLEAN_RATIO", "BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "PAPER", "QUICK_BUDGET",
+           "PredictionBudget", "run"]
 
 PAPER = paper_quotes.PREDICTION_ACCURACY
 """The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
-BAR_POS_RATIO = 0.5
-"""Issue 5 bar: Act-FIGNet's 100-step position RMSE at most this fraction of nominal MuJoCo's."""
-BAR_FORCE_RATIO = 0.33
-"""Issue 5 bar: Act-FIGNet's one-step force error at most this fraction of nominal MuJoCo's."""
 TRAIN_POLICY = "random-spline"
 OOD_POLICIES = ("spiral", "circle-slow", "circle-fast")
 CURVE_EVERY = 10
@@ -279,39 +277,6 @@ def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed:
     return sorted(trained, key=lambda t: t["name"]), results
 
 
-def _ratio(a, b) -> float | None:
-    return None if a is None or b is None else a / b
-
-
-def _bar(rows: list[dict]) -> dict:
-    """Issue 5 acceptance ratios on the random-spline test set, F/T against recorded and clean readings."""
-    by = {r["model"]: r for r in rows if r["policy"] == TRAIN_POLICY}
-    act, fig, mj = by["act-fignet"], by["fignet-plus"], by["mujoco-nominal"]
-    pos_ratio = act["rmse_pos_mm"] / mj["rmse_pos_mm"]
-    force_ratio = act["force_err_N"] / mj["force_err_N"]
-    clean_ratio = _ratio(act["force_err_clean_N"], mj["force_err_clean_N"])
-    lower_ft = act["force_err_N"] < fig["force_err_N"] and act["torque_err_Nm"] < fig["torque_err_Nm"]
-    lower_clean = None if clean_ratio is None else bool(
-        act["force_err_clean_N"] < fig["force_err_clean_N"] and act["torque_err_clean_Nm"] < fig["torque_err_clean_Nm"])
-    return {
-        "pos_ratio_vs_mujoco_nominal": pos_ratio,
-        "force_ratio_vs_mujoco_nominal": force_ratio,
-        "force_clean_ratio_vs_mujoco_nominal": clean_ratio,
-        "pos_ratio_vs_mujoco_nominal_wrench": act["rmse_pos_mm"] / by["mujoco-nominal-wrench"]["rmse_pos_mm"],
-        "force_floor_N": by["mujoco-target-oracle"]["force_err_N"],
-        "force_clean_floor_N": by["mujoco-target-oracle"]["force_err_clean_N"],
-        "pos_ok": bool(pos_ratio <= BAR_POS_RATIO),
-        "force_ok": bool(force_ratio <= BAR_FORCE_RATIO),
-        "force_clean_ok": None if clean_ratio is None else bool(clean_ratio <= BAR_FORCE_RATIO),
-        # issue 19 part 2: the force bar compares clean readings (noisy-vs-noisy has the sensor noise's floor)
-        "force_bar_readings": "recorded" if clean_ratio is None else "clean",
-        "force_bar_ok": bool(force_ratio <= BAR_FORCE_RATIO) if clean_ratio is None else bool(
-            clean_ratio <= BAR_FORCE_RATIO),
-        "ft_lower_than_fignet_plus": bool(lower_ft),
-        "ft_clean_lower_than_fignet_plus": lower_clean,
-    }
-
-
 NOTES = [
     "rel_pos, rel_rot: RMSE(T) divided by the RMS of the true displacement (rotation angle) from the rollout "
     "start over the same samples; a model predicting no motion scores 1.",
@@ -406,7 +371,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         "ablation": ablation if budget.ablation else [],
         "horizon_curves": curves,
         "plots": figures,
-        "bar": _bar(rows),
+        "bar": bar(rows, TRAIN_POLICY),
         "clean_twins": twins,
         "training": [{k: v for k, v in t.items() if k != "checkpoint"} for t in trained],
         "timing_s": {"collect": t1 - t0, "train_and_evaluate": t2 - t1, "total": t2 - t0,
