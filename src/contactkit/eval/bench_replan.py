@@ -18,6 +18,14 @@ the contacts, that of Act-FIGNet with its contact edges). Reported: ``models.NAM
 replans, vs_ground_truth, within_goal, replan_s_by_point}`` — ``vs_ground_truth`` is the ratio of medians against
 MuJoCo planning itself, timed in the same process — the ``points`` (pairing, control step, tool in contact),
 ``missing``, ``goal_s`` and the Act-FIGNet ``checkpoint`` timed.
+
+Parallel (``--workers N``, ``--ray-address ADDR``; ``docs/scale.md``): each pairing — its reference episode and every
+model timed on its points — is one job of :func:`~contactkit.eval.workers.worker_pool`, on Ray (one CPU and one
+torch thread per job; a worker builds its own models, MuJoCo models cannot be pickled). Everything but the timings
+equals the serial run's. The timings do not: jobs side by side share the machine's cores (and the ground-truth
+model's rollout threads), so the seconds of a ``workers > 1`` run are not comparable with a serial run's, nor with a
+stored one. Such a run records ``workers`` (and ``ray_address``) at the top of its JSON and in its table; the serial
+default (no Ray, the calling process's torch threads) is unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import torch
 from contactkit.control.icem import initial_state, optimize
 from contactkit.control.mpc import MPCAgent, MPCConfig, make_objective
 from contactkit.control.policies import CONTACT_FORCE_N
+from contactkit.data.parallel import uses_ray
 from contactkit.errors import InvalidInputError
 from contactkit.eval import paper_quotes, progress
 from contactkit.eval.exp_mpc_insertion import (
@@ -45,6 +54,7 @@ from contactkit.eval.exp_mpc_insertion import (
     planner_rng,
     run_episode,
 )
+from contactkit.eval.workers import worker_pool
 from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv, split_observation
@@ -111,59 +121,110 @@ def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.ran
     return time.perf_counter() - started
 
 
-def measure(budget: InsertionBudget, points: int, seed: int, device: str,
-            scene=None) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict]]:
-    """``({model: seconds per point}, points, missing)`` over the pairings of ``budget`` with its agent, or on
-    ``scene`` alone (a peg-in-hole :class:`~contactkit.scene.Scene`, as the pairing ``SCENE_PAIRING``)."""
-    params, times, chosen, missing = WorldParams(), {}, [], []
+@dataclass(frozen=True)
+class PairingTimes:
+    """What one pairing's job returns.
+
+    Attributes:
+        times: seconds of each model's replan at each of ``points``, ``{model: [s per point]}``.
+        points: the reference episode's states the models planned from.
+        missing: the models that could not be built, ``[{"model", "reason"}]``.
+        torch_threads: torch intra-op threads of the process that timed them.
+    """
+
+    times: dict[str, list[float]]
+    points: list[ReplanPoint]
+    missing: list[dict]
+    torch_threads: int
+
+
+def time_pairing(job: tuple) -> PairingTimes:
+    """One pairing (a :func:`~contactkit.eval.workers.worker_pool` job, or inline): its reference episode with the
+    ground-truth agent, then every model of the budget timed at ``points`` of its replans. ``job = (budget,
+    points, seed, device, scene, pairing)``; ``scene`` a peg-in-hole Scene (the pairing ``SCENE_PAIRING``) or None."""
+    budget, points, seed, device, scene, pairing = job
+    params = WorldParams()
+    config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
+    env = PegInsertionEnv(config, params, scene=scene,
+                          observation_dtype=np.float64)  # the agent plans from the observed state
+    config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
+                                iterations=budget.iterations, replan_every=budget.replan_every)
+    models, missing = build_models(env.scene, params, budget, device)
+    if REFERENCE not in models:
+        raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
+                                f"this budget builds {sorted(models)}")
+    reference = MPCAgent(models[REFERENCE], config, goal_reward(env.scene), planner_rng(seed, pairing))
+    here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
+    times = {}
+    for name, model in progress.track(models.items(), f"{pairing}: models timed", total=len(models)):
+        rng = planner_rng(seed, pairing)
+        times[name] = [time_replan(model, config, env.scene, p, rng) for p in here]
+    return PairingTimes(times, here, missing, torch.get_num_threads())
+
+
+def measure(budget: InsertionBudget, points: int, seed: int, device: str, scene=None, workers: int = 1,
+            ray_address: str | None = None) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict], int]:
+    """``({model: seconds per point}, points, missing, torch threads)`` over the pairings of ``budget`` with its
+    agent, or on ``scene`` alone (a peg-in-hole :class:`~contactkit.scene.Scene`, as the pairing
+    ``SCENE_PAIRING``). Pairings run one after another in this process, or ``workers`` at a time on Ray when more
+    than one or at ``ray_address`` (:func:`time_pairing`; module doc); ``missing`` is the last pairing's."""
     pairings = (SCENE_PAIRING,) if scene is not None else budget.pairings
-    for pairing in progress.track(pairings, "pairings"):
-        config = PegEnvConfig(pairing=None if scene is not None else pairing, max_steps=budget.max_steps)
-        env = PegInsertionEnv(config, params, scene=scene,
-                              observation_dtype=np.float64)  # the agent plans from the observed state
-        config = MPCConfig.table_iv(env.scale, horizon=budget.horizon, population=budget.population,
-                                    iterations=budget.iterations, replan_every=budget.replan_every)
-        models, missing = build_models(env.scene, params, budget, device)
-        if REFERENCE not in models:
+    jobs = [(budget, points, seed, device, scene, pairing) for pairing in pairings]
+    if uses_ray(workers, ray_address):
+        if budget.models is not None and REFERENCE not in budget.models:  # before any worker starts
             raise InvalidInputError(f"the replan benchmark's reference episodes need the {REFERENCE!r} model; "
-                                    f"this budget builds {sorted(models)}")
-        reference = MPCAgent(models[REFERENCE], config, goal_reward(env.scene), planner_rng(seed, pairing))
-        here = reference_points(env, reference, episode_seed(seed, pairing, 0), points, pairing)
-        chosen += here
-        for name, model in progress.track(models.items(), f"{pairing}: models timed", total=len(models)):
-            rng = planner_rng(seed, pairing)
-            times.setdefault(name, []).extend(time_replan(model, config, env.scene, p, rng) for p in here)
-    return times, chosen, missing
+                                    f"this budget plans with {list(budget.models)}")
+        with worker_pool(workers, ray_address) as pool:
+            done = list(progress.track(pool.imap(time_pairing, jobs), "pairings", total=len(jobs)))
+    else:
+        done = [time_pairing(job) for job in progress.track(jobs, "pairings")]
+    times: dict[str, list[float]] = {}
+    for pairing in done:
+        for name, seconds in pairing.times.items():
+            times.setdefault(name, []).extend(seconds)
+    return (times, [p for pairing in done for p in pairing.points], done[-1].missing,
+            max(pairing.torch_threads for pairing in done))
 
 
 def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path | None = None,
-        budget: InsertionBudget | None = None, scene: str | Path | None = None) -> dict:
+        budget: InsertionBudget | None = None, scene: str | Path | None = None, workers: int | None = None,
+        ray_address: str | None = None) -> dict:
     """The benchmark (harness entry point): the quick run times two points of one pairing (:data:`QUICK`); the
     full run :data:`FULL_POINTS` points of each of the five pairings with the Table IV agent. ``budget`` replaces
     either (tests). ``scene``: a peg-in-hole Scene JSON file (``contactkit scene``) to time on instead of the
-    pairings (a narrowed run: not stored)."""
+    pairings (a narrowed run: not stored). ``workers`` (default 1: serial, in this process) pairings at a time, on
+    Ray when more than one or at ``ray_address``; such a run's timings are contended (module doc) and it records
+    ``workers`` and ``ray_address``."""
     budget = budget or (QUICK if quick else FULL_BUDGET)
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
+    workers = 1 if workers is None else workers
+    parallel = uses_ray(workers, ray_address)
+    if parallel and device != "cpu":
+        raise InvalidInputError(f"replan: --workers {workers} / --ray-address run on CPU workers; with --device "
+                                f"{device} use one worker and no address")
     given = None
     if scene is not None:
         from contactkit.scene import load_scene
 
         given = load_scene(scene)
         budget = replace(budget, pairings=(SCENE_PAIRING,))
-    times, points, missing = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device, given)
+    times, points, missing, threads = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device, given,
+                                              workers, ray_address)
     medians = {name: float(np.median(t)) for name, t in times.items()}
     models = {name: {"replan_s": medians[name], "replan_s_p90": float(np.percentile(t, 90)), "replans": len(t),
                      "vs_ground_truth": medians[name] / medians[REFERENCE] if REFERENCE in medians else None,
                      "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t}
               for name, t in times.items()}
     checkpoint = str(act_fignet_checkpoint(budget)) if "act-fignet" in times else None
-    return {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
-            "points": [{"pairing": p.pairing, "step": p.step, "contact": p.contact} for p in points],
-            "checkpoint": checkpoint,
-            "agent": {"horizon": budget.horizon, "population": budget.population, "iterations": budget.iterations,
-                      "replan_every": budget.replan_every, "n_threads": budget.n_threads,
-                      "torch_threads": torch.get_num_threads()}}
+    result = {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
+              "points": [{"pairing": p.pairing, "step": p.step, "contact": p.contact} for p in points],
+              "checkpoint": checkpoint,
+              "agent": {"horizon": budget.horizon, "population": budget.population, "iterations": budget.iterations,
+                        "replan_every": budget.replan_every, "n_threads": budget.n_threads, "torch_threads": threads}}
+    if parallel:
+        result.update(workers=workers, ray_address=ray_address)
+    return result
 
 
 def markdown(result: dict) -> str:
@@ -182,4 +243,8 @@ def markdown(result: dict) -> str:
               f"ground-truth agent's episodes ({int(contact.sum())} in contact); goal {result['goal_s']} s per replan "
               "for the learned model (CPU). Missing: "
               + (", ".join(f"{m['model']} ({m['reason']})" for m in result["missing"]) or "none") + "."]
+    if "workers" in result:
+        lines += ["", f"Timed on Ray, {result['workers']} pairings at a time"
+                  + (f" on the cluster at {result['ray_address']}" if result["ray_address"] else "")
+                  + ": timings under contention, not comparable with a serial run's."]
     return "\n".join(lines) + "\n"
