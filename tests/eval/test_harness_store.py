@@ -130,6 +130,18 @@ def test_a_modules_own_narrowing_decides(register, tmp_path):
     assert out["provenance"]["not_stored"] == ["always"] and not (tmp_path / "results").exists()
 
 
+def test_workers_never_narrow_an_experiment_but_narrow_the_replan_timing_benchmark():
+    """Where jobs run does not change an experiment's result (stored either way); it changes replan times."""
+    from contactkit.eval import bench_replan, bench_scale, exp_pushing
+
+    assert store.narrowing(exp_pushing, {"workers": 2, "ray_address": "auto"}) == []
+    assert store.narrowing(bench_replan, {"workers": 2}) == ["--workers 2"]
+    assert store.narrowing(bench_replan, {"ray_address": "auto"}) == ["--ray-address auto"]
+    assert store.narrowing(bench_replan, {}) == []
+    assert store.narrowing(bench_scale, {"workers": 2}) == []  # the measured default
+    assert store.narrowing(bench_scale, {"workers": 3}) == ["--workers 3"]
+
+
 @pytest.mark.parametrize("module", [exp_mpc_insertion, exp_pf_tracking])
 def test_planning_models_narrow_only_when_they_leave_out_a_model_the_run_would_use(module):
     every_model = tuple(exp_mpc_insertion.MODEL_FACTORIES)

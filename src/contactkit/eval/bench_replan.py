@@ -72,6 +72,10 @@ REFERENCE = "ground-truth"
 QUICK = replace(QUICK_BUDGET, pairings=("square",))
 """The quick run: one pairing, the quick experiment's small agent."""
 
+PLACEMENT_OPTIONS: frozenset[str] = frozenset()
+"""Options that never narrow a run (:func:`contactkit.eval.store.narrowing`): none here. The replan times depend
+on where the jobs run, so a run with ``--workers`` or ``--ray-address`` is not stored."""
+
 QUICK_POINTS = 2
 """Replans timed per pairing in the quick run (the first and the last of the reference episode)."""
 

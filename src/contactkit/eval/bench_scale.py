@@ -34,6 +34,9 @@ from contactkit.eval import exp_placement, progress
 
 QUICK = {"episodes": 4, "steps": 100, "repeats": 1, "placement_cases": 1, "placement_steps": 10}
 FULL = {"episodes": 24, "steps": 400, "repeats": 3, "placement_cases": 2, "placement_steps": 50}
+PLACEMENT_OPTIONS: frozenset[str] = frozenset()
+"""Options that never narrow a run (:func:`contactkit.eval.store.narrowing`): none here. The speed-ups depend on
+the workers and the cluster, so only the default (2 local workers) is stored."""
 PROJECTED_MACHINES = (1, 2, 4, 8, 16, 64)
 PROJECTED_COLLECT_EPISODES = 1000
 """Episodes of the projected collection (400 control steps each in a full run)."""
@@ -124,11 +127,10 @@ def projection(jobs: dict[str, tuple[int, float]], start_s: float, cores: int,
             for name, (n, job_s) in jobs.items()]
 
 
-def run(quick: bool, seed: int = 0, device: str = "cpu", workers: int | None = None,
-        ray_address: str | None = None) -> dict:
-    """Measure (module docstring); ``workers`` default 2, ``ray_address`` a running cluster (default: local)."""
+def run(quick: bool, seed: int = 0, device: str = "cpu", workers: int = 2, ray_address: str | None = None) -> dict:
+    """Measure (module docstring); ``workers`` (default 2) and ``ray_address`` (a running cluster; default: a local
+    one) are what is measured, so other values narrow the run (:data:`PLACEMENT_OPTIONS`: not stored)."""
     del device  # MuJoCo and the placement estimators run on the CPU
-    workers = 2 if workers is None else workers
     check_workers(workers, ray_address)
     budget = QUICK if quick else FULL
     spec = CollectSpec(episodes=budget["episodes"], steps=budget["steps"], seed=seed)

@@ -63,10 +63,12 @@ def narrowing(module, options: dict) -> list[str]:
 
     The module decides when it has ``narrowing(options) -> list[str]``; otherwise an option narrows when its value
     differs from the default of the module's ``run`` parameter, except the options in the module's
-    ``WIDENING_OPTIONS`` (default :data:`WIDENING_OPTIONS`), which add to a run. :data:`PLACEMENT_OPTIONS` never
-    narrow.
+    ``WIDENING_OPTIONS`` (default :data:`WIDENING_OPTIONS`), which add to a run. The module's ``PLACEMENT_OPTIONS``
+    (default :data:`PLACEMENT_OPTIONS`) never narrow: a timing benchmark sets it empty, because its numbers depend
+    on where its jobs run.
     """
-    options = {k: v for k, v in options.items() if k not in PLACEMENT_OPTIONS}
+    placement = getattr(module, "PLACEMENT_OPTIONS", PLACEMENT_OPTIONS)
+    options = {k: v for k, v in options.items() if k not in placement}
     own = getattr(module, "narrowing", None)
     if own is not None:
         return list(own(options))
@@ -74,7 +76,7 @@ def narrowing(module, options: dict) -> list[str]:
 
     defaults = inspect.signature(module.run).parameters
     widening = getattr(module, "WIDENING_OPTIONS", WIDENING_OPTIONS)
-    return [f"--{name} {value}" for name, value in options.items()
+    return [f"--{name.replace('_', '-')} {value}" for name, value in options.items()
             if name not in widening and name in defaults and value != defaults[name].default]
 
 
