@@ -14,6 +14,7 @@ from contactkit.control.tare import (
     TaredWorld,
     TareMode,
     estimate_tare,
+    hold_command,
     parse_tare_mode,
     tare_world,
 )
@@ -122,3 +123,28 @@ def test_tare_mode_names():
     assert parse_tare_mode("free-space") is TareMode.FREE_SPACE
     with pytest.raises(InvalidInputError, match="free-space"):
         parse_tare_mode("zero")
+
+
+def _still_window_drift(hold: bool) -> float:
+    """Height lost [m] over a 10-step still window in a world whose tool is 8 % heavier than the controller's
+    gravity compensation assumes (``target-parametric``), commanding either the held pose or zero deltas."""
+    scene = peg_in_hole("hexagon", 1e-3)
+    world = MujocoWorld(scene, load_world("target-parametric"), rng=np.random.default_rng(0))
+    start = world.reset()
+    state = world.step(np.zeros(6), ActionMode.POSE_DELTA).state
+    for _ in range(10):
+        command = hold_command(state, start) if hold else np.zeros(6)
+        state = world.step(command, ActionMode.POSE_DELTA).state
+    return float(start.pos[2] - state.pos[2])
+
+
+def test_the_still_window_holds_a_pose_instead_of_creeping():
+    """A zero pose delta re-targets the controller where the tool sagged to, so an uncompensated weight makes it
+    creep every step; holding the start pose leaves only the steady sag, which does not grow."""
+    assert _still_window_drift(hold=False) > 2e-3
+    assert _still_window_drift(hold=True) < 1e-3
+    scene = peg_in_hole("hexagon", 1e-3)
+    world = MujocoWorld(scene, load_world("target-parametric"), rng=np.random.default_rng(0))
+    start = world.reset()
+    tare_world(world, 10)  # holds the pose too
+    assert start.pos[2] - world.state().pos[2] < 1e-3

@@ -14,7 +14,7 @@ from enum import Enum
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from contactkit.control.tare import TARE_STEPS, Tare, TareMode, estimate_tare
+from contactkit.control.tare import TARE_STEPS, Tare, TareMode, estimate_tare, hold_command
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
@@ -183,6 +183,7 @@ class SpiralPolicy:
         self.search_start: int | None = None
         self.tare: Tare | None = None
         self._still: list[np.ndarray] = []
+        self._hold = state
 
     def _taring(self, t: int, wrench: np.ndarray) -> bool:
         """With :attr:`TareMode.FREE_SPACE`: collect the still window's readings (the reading given at ``t`` is
@@ -204,12 +205,12 @@ class SpiralPolicy:
         return bool(np.linalg.norm(wrench[:3]) > CONTACT_FORCE_N)
 
     def act(self, t: int, state: BodyState, wrench: np.ndarray) -> np.ndarray:
-        """Action ``(6,)``: (with a tare) hold still for the still window, descend until contact
+        """Action ``(6,)``: (with a tare) hold the start pose for the still window, descend until contact
         (:meth:`touching`), then spiral."""
         c = self.config
         a = np.zeros(6)
         if self._taring(t, wrench):
-            return a
+            return hold_command(state, self._hold)
         a[3:] = _upright_correction(state, self.scene, c.upright_gain)
         if self.search_start is None and self.touching(wrench):
             self.search_start = t

@@ -23,6 +23,8 @@ from scipy.stats import chi2
 
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode, StepResult, World
+from contactkit.rotations import quat_conj, quat_mul, quat_to_rotvec
+from contactkit.state import BodyState
 
 __all__ = [
     "CONTACT_FALSE_ALARM",
@@ -33,6 +35,7 @@ __all__ = [
     "TareMode",
     "TaredWorld",
     "estimate_tare",
+    "hold_command",
     "parse_tare_mode",
     "tare_world",
 ]
@@ -119,15 +122,32 @@ def estimate_tare(readings: np.ndarray) -> Tare:
     return Tare(bias=readings.mean(axis=0), noise_std=readings.std(axis=0, ddof=1), samples=int(readings.shape[0]))
 
 
-def tare_world(world: World, steps: int = TARE_STEPS) -> Tare:
-    """Hold the tool where it is (zero pose-delta command) for ``steps`` control steps and tare from the readings.
+def hold_command(state: BodyState, hold: BodyState) -> np.ndarray:
+    """Pose-delta command ``(6,)`` [m, rad] that returns the tool from ``state`` to the pose of ``hold``.
 
-    Call it with the tool in free space, as a user zeroes a real sensor before a task; the world advances by
-    ``steps`` control steps.
+    A zero pose delta re-targets the impedance controller at wherever the tool has got to, so a weight it does
+    not compensate (a real tool heavier than its model) makes the tool creep, by the steady sag, every step; the
+    still window of a tare must hold a fixed pose instead. Translation ``p_hold − p`` (world frame); rotation the
+    rotation vector of ``q_hold ⊗ q⁻¹`` (world frame).
+    """
+    rotation = quat_to_rotvec(quat_mul(np.asarray(hold.quat), quat_conj(np.asarray(state.quat))))
+    return np.concatenate([np.asarray(hold.pos) - np.asarray(state.pos), rotation])
+
+
+def tare_world(world: World, steps: int = TARE_STEPS) -> Tare:
+    """Hold the tool still for ``steps`` control steps and tare from the readings.
+
+    The first step commands a zero pose delta; the pose it reaches is then held (:func:`hold_command`), so the tool
+    does not creep under a weight the controller does not compensate. Call it with the tool in free space, as a
+    user zeroes a real sensor before a task; the world advances by ``steps`` control steps.
     """
     if steps < MIN_TARE_SAMPLES:
         raise InvalidInputError(f"a tare needs at least {MIN_TARE_SAMPLES} still steps, got {steps}")
-    readings = [world.step(np.zeros(6), ActionMode.POSE_DELTA).wrench for _ in range(steps)]
+    result = world.step(np.zeros(6), ActionMode.POSE_DELTA)
+    hold, readings = result.state, [result.wrench]
+    for _ in range(steps - 1):
+        result = world.step(hold_command(result.state, hold), ActionMode.POSE_DELTA)
+        readings.append(result.wrench)
     return estimate_tare(np.stack(readings))
 
 
