@@ -77,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         result = pf.run(args.quick, args.seed, models=MODELS, tare=tare.value, world=args.world,
                         model_world="nominal")
         runs[tare.value] = summary(result, truth_facts(args.world, budget, args.seed, tare))
-    out = {"command": " ".join(["python benchmarks/tare_pf_tracking.py", *(argv if argv is not None else sys.argv[1:])]),
+    given = argv if argv is not None else sys.argv[1:]
+    out = {"command": " ".join(["python benchmarks/tare_pf_tracking.py", *given]),
            "contactkit": contactkit.__version__, "python": platform.python_version(), "seed": args.seed,
-           "world": args.world, "model_world": "nominal", "budget": asdict(budget), "wall_s": round(time.perf_counter() - started, 1), "runs": runs}
+           "world": args.world, "model_world": "nominal", "budget": asdict(budget),
+           "wall_s": round(time.perf_counter() - started, 1), "runs": runs}
     text = json.dumps(out, indent=1)
     if args.json is None:
         print(text)
