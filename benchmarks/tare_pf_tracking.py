@@ -31,7 +31,8 @@ from contactkit.eval import exp_pf_tracking as pf
 from contactkit.physics import load_world
 from contactkit.tasks.scenes import peg_in_hole
 
-DEFAULT_WORLD = Path(__file__).parent / "worlds" / "biased-sensor.json"
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_WORLD = REPO / "benchmarks" / "worlds" / "biased-sensor.json"
 BOTTOM_TOL_M = 1e-3
 """A truth height within this of the episode's lowest is "at the bottom" [m]."""
 MODELS = ("ground-truth", "engine")
@@ -63,6 +64,12 @@ def summary(result: dict, facts: list[dict]) -> dict:
     return out
 
 
+def _shown(path: str) -> str:
+    """``path`` relative to the checkout when it lies inside it (the record does not name this machine's folders)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the experiment's quick budget (4 episodes)")
@@ -80,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     given = argv if argv is not None else sys.argv[1:]
     out = {"command": " ".join(["python benchmarks/tare_pf_tracking.py", *given]),
            "contactkit": contactkit.__version__, "python": platform.python_version(), "seed": args.seed,
-           "world": args.world, "model_world": "nominal", "budget": asdict(budget),
+           "world": _shown(args.world), "model_world": "nominal", "budget": asdict(budget),
            "wall_s": round(time.perf_counter() - started, 1), "runs": runs}
     text = json.dumps(out, indent=1)
     if args.json is None:
