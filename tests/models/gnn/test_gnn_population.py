@@ -116,3 +116,32 @@ def test_split_first_layer_equals_the_concatenation():
     g_ref = torch.autograd.grad(ref.square().sum(), (edge, mesh, other, lin.weight))
     for a, b in zip(g_split, g_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", ["square", "hexagon"])
+def test_rollout_on_the_fast_path_equals_the_reference_path(monkeypatch, shape):
+    """A short closed-loop rollout of a small population: predicted states and F/T readings of the fast path
+    (population graph, cached static structures) equal those of the per-window reference graphs to 1e-6 of
+    their magnitude, in and out of contact."""
+    scene = peg_in_hole(shape, 5e-3)
+    model = _model(ModelVariant.ACT_FIGNET, scene)
+    windows, _ = _windows(scene, np.random.default_rng(4), 8)
+    actions = np.random.default_rng(5).normal(0, 2.0, (8, 4, 6))
+    fast_states, fast_readings = model.rollout(BodyState.from_array(windows), actions)
+    built = []
+    reference = GnnContactModel.input_graph
+
+    def per_window(self, windows, wrench, fast=True):
+        graph = reference(self, windows, wrench, fast=False)
+        built.append(graph.face_x.shape[0])
+        return graph
+
+    monkeypatch.setattr(GnnContactModel, "input_graph", per_window)
+    ref_states, ref_readings = model.rollout(BodyState.from_array(windows), actions)
+    assert len(built) == 4 and min(built) > 0  # the reference path ran, with contact edges
+    fast, ref = fast_states.as_array(), ref_states.as_array()
+    assert np.all(np.isfinite(ref)) and np.all(np.isfinite(ref_readings))
+    for block in (slice(0, 3), slice(3, 7), slice(7, 10), slice(10, 13)):  # position, quaternion, velocities
+        np.testing.assert_allclose(fast[..., block], ref[..., block], rtol=0,
+                                   atol=OUT_RTOL * np.abs(ref[..., block]).max())
+    np.testing.assert_allclose(fast_readings, ref_readings, rtol=0, atol=OUT_RTOL * np.abs(ref_readings).max())

@@ -115,9 +115,12 @@ def _candidate_pairs(tris_a: np.ndarray, tris_b: np.ndarray, radius: float) -> t
     return g[keep], ia[keep], ib[keep]
 
 
-def straddles(tris: np.ndarray, other: np.ndarray, radius: float) -> np.ndarray:
-    """False where all of ``other``'s vertices lie more than ``radius`` to one side of ``tris``' plane (P,)."""
-    d = np.einsum("pk,pvk->pv", _normals(tris), other - tris[:, :1])
+def straddles(tris: np.ndarray, other: np.ndarray, radius: float, normals: np.ndarray | None = None) -> np.ndarray:
+    """False where all of ``other``'s vertices lie more than ``radius`` to one side of ``tris``' plane (P,).
+
+    ``normals``: ``tris``' unit normals (P, 3) when already known (:func:`triangle_normals`, the same values).
+    """
+    d = np.einsum("pk,pvk->pv", triangle_normals(tris) if normals is None else normals, other - tris[:, :1])
     return ~(np.all(d > radius, axis=1) | np.all(d < -radius, axis=1))
 
 
@@ -160,9 +163,12 @@ def _rank(tris: np.ndarray, point: np.ndarray) -> np.ndarray:
     return np.argsort(before.sum(axis=2), axis=1, kind="stable")
 
 
-def _normals(tris: np.ndarray) -> np.ndarray:
+def triangle_normals(tris: np.ndarray) -> np.ndarray:
+    """Unit normals ``(P, 3)`` of triangles ``(P, 3, 3)`` (right-hand winding); each row from its own triangle only,
+    so normals computed once per face equal those computed per face pair."""
     n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
     return n / np.sqrt(np.maximum(np.einsum("ij,ij->i", n, n), NORMAL_EPS))[:, None]
+
 
 
 def directed_edges(ids_s, tris_s, p_s, ids_r, tris_r, p_r) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,8 +184,8 @@ def directed_edges(ids_s, tris_s, p_s, ids_r, tris_r, p_r) -> tuple[np.ndarray, 
             d_rs,
             d_s.reshape(-1, 9),
             d_r.reshape(-1, 9),
-            _normals(tris_s),
-            _normals(tris_r),
+            triangle_normals(tris_s),
+            triangle_normals(tris_r),
             np.linalg.norm(d_rs, axis=-1, keepdims=True),
             np.linalg.norm(d_s, axis=-1),
             np.linalg.norm(d_r, axis=-1),
@@ -187,6 +193,31 @@ def directed_edges(ids_s, tris_s, p_s, ids_r, tris_r, p_r) -> tuple[np.ndarray, 
         axis=1,
     )
     return ids_s[rows, order_s], ids_r[rows, order_r], feats
+
+
+def edges_both_ways(ids_a, tris_a, p_a, normals_a, ids_b, tris_b, p_b, normals_b) -> tuple[np.ndarray, ...]:
+    """``directed_edges(a → b)`` and ``directed_edges(b → a)`` of interacting face pairs, each face ranked once.
+
+    Args: per pair ``P``: node ids ``(P, 3)``, triangles ``(P, 3, 3)``, closest points ``(P, 3)`` and unit normals
+    ``(P, 3)`` (:func:`triangle_normals`) of face ``a`` and of face ``b`` [m].
+
+    Returns:
+        ``(senders (2P, 3), receivers (2P, 3), features (2P, 34))``, the ``a → b`` edges then ``b → a``: the values
+        of :func:`directed_edges` (the reverse edge's vectors are the forward ones swapped, ``d_rs`` negated, which
+        is exact in floating point).
+    """
+    rows = np.arange(len(ids_a))[:, None]
+    order_a, order_b = _rank(tris_a, p_a), _rank(tris_b, p_b)
+    d_ba = p_b - p_a
+    d_a = (tris_a[rows, order_a] - p_a[:, None]).reshape(-1, 9)
+    d_b = (tris_b[rows, order_b] - p_b[:, None]).reshape(-1, 9)
+    n_ba = np.linalg.norm(d_ba, axis=-1, keepdims=True)
+    n_a, n_b = np.linalg.norm(d_a.reshape(-1, 3, 3), axis=-1), np.linalg.norm(d_b.reshape(-1, 3, 3), axis=-1)
+    forward = np.concatenate([d_ba, d_a, d_b, normals_a, normals_b, n_ba, n_a, n_b], axis=1)
+    backward = np.concatenate([-d_ba, d_b, d_a, normals_b, normals_a, n_ba, n_b, n_a], axis=1)
+    ranked_a, ranked_b = ids_a[rows, order_a], ids_b[rows, order_b]
+    return (np.concatenate([ranked_a, ranked_b]), np.concatenate([ranked_b, ranked_a]),
+            np.concatenate([forward, backward]))
 
 
 def face_interaction_edges(

@@ -139,8 +139,11 @@ def split_first_layer(linear: nn.Linear, edge: torch.Tensor,
         k, dim = ids.shape[1], nodes.shape[-1]
         block = linear.weight[:, width:width + k * dim].reshape(hidden, k, dim)  # (H, k, L)
         proj = (nodes @ block.permute(2, 1, 0).reshape(dim, k * hidden)).reshape(-1, hidden)  # (N·k, H)
-        flat = (ids * k + torch.arange(k, device=ids.device)).reshape(-1)
-        out = out + proj.index_select(0, flat).reshape(-1, k, hidden).sum(dim=1)
+        flat = ids * k + torch.arange(k, device=ids.device)  # (E, k) rows of proj
+        if k == 1:
+            out = out + proj.index_select(0, flat.reshape(-1))
+        else:  # gather and sum the k rows in one fused kernel (same sum order as index_select + sum)
+            out = out + nn.functional.embedding_bag(flat, proj, mode="sum")
         width += k * dim
     return out
 

@@ -27,11 +27,11 @@ import torch
 from contactkit.errors import InvalidInputError
 from contactkit.models.gnn.face_edges import (
     BRUTE_FORCE_PAIRS,
-    FACE_FEATURE_DIM,
     bounding_spheres,
-    directed_edges,
+    edges_both_ways,
     face_interaction_edges_many,
     straddles,
+    triangle_normals,
 )
 from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant
 from contactkit.models.gnn.kinematics import SceneArrays
@@ -57,7 +57,7 @@ class PopulationCache:
         static_tris: ``(Fs, 3, 3)`` static triangles, world frame [m]; static_face_ids ``(Fs, 3)`` their mesh
             ids (after the ``Vt`` tool nodes).
         static_centre, static_radius: ``(Fs, 3)``, ``(Fs,)`` their bounding spheres [m].
-        static_lo, static_hi: ``(Fs, 3)`` their axis-aligned boxes [m].
+        static_lo, static_hi: ``(Fs, 3)`` their axis-aligned boxes [m]. static_normals: ``(Fs, 3)`` their unit normals.
         static_mesh_x, static_object_x: static rows of the node features (zero displacements, ``[0, μ, 0]``).
         static_om_x: ``(Vs, 4)`` static object→mesh features (vertex − body centroid, its norm).
         mesh_obj: ``(N,)`` body of each mesh node of one graph (0: the tool).
@@ -71,6 +71,7 @@ class PopulationCache:
     static_radius: np.ndarray
     static_lo: np.ndarray
     static_hi: np.ndarray
+    static_normals: np.ndarray
     static_mesh_x: np.ndarray
     static_object_x: np.ndarray
     static_om_x: np.ndarray
@@ -109,6 +110,7 @@ def population_cache(arrays: SceneArrays, config: GraphConfig) -> PopulationCach
     return PopulationCache(
         arrays=arrays, config=config, static_tris=tris, static_face_ids=static_ids,
         static_centre=centre, static_radius=radius, static_lo=tris.min(axis=1), static_hi=tris.max(axis=1),
+        static_normals=triangle_normals(tris),
         static_mesh_x=static_mesh_x, static_object_x=static_object_x,
         static_om_x=np.concatenate([disp, np.linalg.norm(disp, axis=-1, keepdims=True)], axis=1),
         mesh_obj=np.concatenate([np.zeros(n_tool, dtype=np.int64), 1 + arrays.static_body]),
@@ -171,23 +173,35 @@ def population_face_edges(cache: PopulationCache, tool_now: np.ndarray) -> tuple
         return (*(np.concatenate([getattr(e, k) for e in edges]) for k in ("senders", "receivers", "features")),
                 graph)
     ta = tool_now[:, tool_faces]  # (B, Ft, 3, 3)
-    ca, ra = bounding_spheres(ta)
-    gap = np.linalg.norm(ca[:, :, None] - cache.static_centre, axis=-1) - ra[:, :, None] - cache.static_radius
-    g, ia, ib = (i.astype(np.int64) for i in np.nonzero(gap <= radius))
+    tool_normals = triangle_normals(ta.reshape(-1, 3, 3)).reshape(*ta.shape[:2], 3)  # (B, Ft, 3)
+    g, ia, ib = _face_candidates(cache, ta, tool_normals)
     a, b = ta[g, ia], cache.static_tris[ib]
-    boxes = np.all(np.maximum(a.min(axis=1), cache.static_lo[ib]) - np.minimum(a.max(axis=1), cache.static_hi[ib])
-                   <= radius, axis=1)
-    keep = boxes & straddles(a, b, radius) & straddles(b, a, radius)
-    g, ia, ib, a, b = g[keep], ia[keep], ib[keep], a[keep], b[keep]
     dist, pa, pb = triangle_pair_closest_points(a, b)
     near = dist <= radius
     g, ia, ib, a, b, pa, pb = (x[near] for x in (g, ia, ib, a, b, pa, pb))
-    s1, r1, f1 = directed_edges(tool_faces[ia], a, pa, cache.static_face_ids[ib], b, pb)
-    s2, r2, f2 = directed_edges(cache.static_face_ids[ib], b, pb, tool_faces[ia], a, pa)
+    senders, receivers, features = edges_both_ways(tool_faces[ia], a, pa, tool_normals[g, ia],
+                                                   cache.static_face_ids[ib], b, pb, cache.static_normals[ib])
     graph = np.concatenate([g, g])
     order = np.argsort(2 * graph + np.repeat([0, 1], len(g)), kind="stable")  # per graph: a→b, then b→a
-    features = np.concatenate([f1, f2]).reshape(-1, FACE_FEATURE_DIM)
-    return np.concatenate([s1, s2])[order], np.concatenate([r1, r2])[order], features[order], graph[order]
+    return senders[order], receivers[order], features[order], graph[order]
+
+
+def _face_candidates(cache: PopulationCache, ta: np.ndarray, tool_normals: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Broad phase of the tool's faces ``ta`` (B, Ft, 3, 3) [m] (unit normals ``tool_normals`` (B, Ft, 3)) against
+    the static faces: the pairs ``(g, ia, ib)``, in that order, that pass the culls of
+    :func:`.face_edges._candidate_pairs` (bounding spheres, boxes, each face's plane). Spheres and boxes are tested
+    on all ``B·Ft·Fs`` pairs at once against the cached static ones, the planes on the survivors with the cached
+    normals: the same pairs in fewer operations."""
+    radius = cache.config.collision_radius
+    ca, ra = bounding_spheres(ta)
+    lo, hi = ta.min(axis=2)[:, :, None], ta.max(axis=2)[:, :, None]  # (B, Ft, 1, 3)
+    gap = np.linalg.norm(ca[:, :, None] - cache.static_centre, axis=-1) - ra[:, :, None] - cache.static_radius
+    near = gap <= radius
+    near &= np.all(np.maximum(lo, cache.static_lo) - np.minimum(hi, cache.static_hi) <= radius, axis=-1)
+    g, ia, ib = (i.astype(np.int64) for i in np.nonzero(near))
+    a, b = ta[g, ia], cache.static_tris[ib]
+    keep = straddles(a, b, radius, tool_normals[g, ia]) & straddles(b, a, radius, cache.static_normals[ib])
+    return g[keep], ia[keep], ib[keep]
 
 
 def _i64(x: np.ndarray) -> torch.Tensor:
