@@ -121,27 +121,56 @@ def test_split_first_layer_equals_the_concatenation():
 @pytest.mark.parametrize("shape", ["square", "hexagon"])
 def test_rollout_on_the_fast_path_equals_the_reference_path(monkeypatch, shape):
     """A short closed-loop rollout of a small population: predicted states and F/T readings of the fast path
-    (population graph, cached static structures) equal those of the per-window reference graphs to 1e-6 of
-    their magnitude, in and out of contact."""
+    (population graph from cached static structures, untouched static bodies pruned) equal those of the full
+    per-window reference graphs to 1e-6 of their magnitude, in and out of contact."""
     scene = peg_in_hole(shape, 5e-3)
     model = _model(ModelVariant.ACT_FIGNET, scene)
     windows, _ = _windows(scene, np.random.default_rng(4), 8)
     actions = np.random.default_rng(5).normal(0, 2.0, (8, 4, 6))
-    fast_states, fast_readings = model.rollout(BodyState.from_array(windows), actions)
-    built = []
-    reference = GnnContactModel.input_graph
+    build = GnnContactModel.input_graph
+    rows = {True: [], False: []}
 
-    def per_window(self, windows, wrench, fast=True):
-        graph = reference(self, windows, wrench, fast=False)
-        built.append(graph.face_x.shape[0])
+    def recorded(self, windows, wrench, fast=True, prune=False):
+        graph = build(self, windows, wrench, fast=fast, prune=prune)
+        rows[fast].append((graph.mesh_x.shape[0], graph.face_x.shape[0]))
         return graph
 
-    monkeypatch.setattr(GnnContactModel, "input_graph", per_window)
+    monkeypatch.setattr(GnnContactModel, "input_graph", recorded)
+    fast_states, fast_readings = model.rollout(BodyState.from_array(windows), actions)
+    monkeypatch.setattr(GnnContactModel, "input_graph",
+                        lambda self, windows, wrench, fast=True, prune=False: recorded(self, windows, wrench, False))
     ref_states, ref_readings = model.rollout(BodyState.from_array(windows), actions)
-    assert len(built) == 4 and min(built) > 0  # the reference path ran, with contact edges
+    assert len(rows[False]) == 4 and min(faces for _, faces in rows[False]) > 0  # the reference ran, in contact
+    assert all(n == 8 * model.population.num_mesh for n, _ in rows[False])
+    assert all(f == r[1] and n < r[0] for (n, f), r in zip(rows[True], rows[False], strict=True))  # pruned rows
     fast, ref = fast_states.as_array(), ref_states.as_array()
     assert np.all(np.isfinite(ref)) and np.all(np.isfinite(ref_readings))
     for block in (slice(0, 3), slice(3, 7), slice(7, 10), slice(10, 13)):  # position, quaternion, velocities
         np.testing.assert_allclose(fast[..., block], ref[..., block], rtol=0,
                                    atol=OUT_RTOL * np.abs(ref[..., block]).max())
     np.testing.assert_allclose(fast_readings, ref_readings, rtol=0, atol=OUT_RTOL * np.abs(ref_readings).max())
+
+
+@pytest.mark.parametrize("variant", list(ModelVariant))
+def test_pruning_untouched_bodies_keeps_the_predictions(variant):
+    """Windows in free space keep only the tool's nodes, windows in the slot drop the table under it; the
+    decoders' outputs equal those of the full graph, and a body is kept exactly when a face edge touches it."""
+    scene = peg_in_hole("triangle", 5e-3)
+    model = _model(variant, scene)
+    windows, wrench = _windows(scene, np.random.default_rng(6), 24)
+    full = model.input_graph(windows, wrench)
+    pruned = model.input_graph(windows, wrench, prune=True)
+    cache = model.population
+    ends = torch.cat([full.face_senders.reshape(-1), full.face_receivers.reshape(-1)])
+    touched = np.zeros((24, cache.num_objects), dtype=bool)
+    touched[:, 0] = True
+    touched[(ends // cache.num_mesh).numpy(), cache.mesh_obj[(ends % cache.num_mesh).numpy()]] = True
+    body_sizes = np.bincount(cache.mesh_obj, minlength=cache.num_objects)
+    assert pruned.mesh_x.shape[0] == int((touched * body_sizes).sum())
+    assert pruned.object_x.shape[0] == int(touched.sum())
+    assert (~touched[:, 1:]).all(axis=1).sum() >= 3 and (~touched[:, 1:]).any(axis=1).sum() > (~touched[:, 1:]).all(
+        axis=1).sum()  # free windows, and windows touching one body only
+    torch.testing.assert_close(pruned.face_x, full.face_x, rtol=0, atol=0)
+    (a_p, w_p), (a_f, w_f) = model.model.predict(pruned), model.model.predict(full)
+    for x, y in ((a_p, a_f), (w_p, w_f)):
+        assert torch.allclose(x, y, rtol=0, atol=OUT_RTOL * float(y.abs().max()))

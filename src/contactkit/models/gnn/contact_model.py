@@ -23,7 +23,13 @@ from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.graph import build_graphs
 from contactkit.models.gnn.kinematics import SceneArrays, StepSpec, center_to_sensor, graph_inputs, prepare_scene
 from contactkit.models.gnn.model import EncodeProcessDecode
-from contactkit.models.gnn.population import PopulationCache, population_cache, population_graph, tool_kinematics
+from contactkit.models.gnn.population import (
+    PopulationCache,
+    population_cache,
+    population_graph,
+    prune_untouched,
+    tool_kinematics,
+)
 from contactkit.models.gnn.postprocess import (
     align_pose,
     finite_difference_velocity,
@@ -123,7 +129,7 @@ class GnnContactModel:
         """
         flat, act, batch = self._check(history, action)
         wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.control_dt)
-        graph = self.input_graph(flat, wrench_in).to(self.device)
+        graph = self.input_graph(flat, wrench_in, prune=True).to(self.device)
         accel, wrench = self.model.predict(graph)
         n, n_vert = len(flat), len(self.arrays.tool_vertices)
         accel = accel.detach().cpu().to(torch.float64).reshape(n, n_vert, 3)
@@ -140,17 +146,21 @@ class GnnContactModel:
                                    wrench.detach().cpu().to(torch.float64).numpy())
         return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
 
-    def input_graph(self, windows: np.ndarray, wrench: np.ndarray, fast: bool = True):
+    def input_graph(self, windows: np.ndarray, wrench: np.ndarray, fast: bool = True, prune: bool = False):
         """The batched input graph of ``windows`` (B, h, 13) (oldest first) and applied wrenches ``wrench`` (B, 6)
         (world frame, torque about the tool origin [N, N·m]), on the CPU.
 
         ``fast``: built in one pass from the scene's cached static structures (:mod:`.population`); else one graph
         per window, collated (:func:`.graph.build_graphs`, the reference the fast path is tested against).
+        ``prune``: without each window's static bodies that no face edge touches (:func:`.population.prune_untouched`:
+        the same predictions from fewer rows; :meth:`step` prunes).
         """
         if fast:
-            return population_graph(self.population, windows, wrench)
-        inputs = [graph_inputs(self.arrays, windows[i], wrench[i]) for i in range(len(windows))]
-        return build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph)
+            graph = population_graph(self.population, windows, wrench)
+        else:
+            inputs = [graph_inputs(self.arrays, windows[i], wrench[i]) for i in range(len(windows))]
+            graph = build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph)
+        return prune_untouched(self.population, graph) if prune else graph
 
     def rollout(self, history: BodyState, actions) -> tuple[BodyState, np.ndarray]:
         """Rollout feeding predictions back as history (paper §IV-B.c); with pose-delta actions the controller's

@@ -15,6 +15,8 @@ module builds the same batched graph in one vectorised pass from structures comp
 
 The graph equals ``build_graphs([arrays] * B, [graph_inputs(arrays, history[i], wrench[i]) ...], config)``:
 the same edges in the same order, the same features to float rounding (tests/models/gnn/test_gnn_population.py).
+:func:`prune_untouched` then drops, per window, the static bodies that no face edge touches (they cannot reach
+the decoders' rows): the planner's steps predict from fewer rows, the same values.
 """
 
 from __future__ import annotations
@@ -309,3 +311,54 @@ def population_graph(cache: PopulationCache, history: np.ndarray, action: np.nda
         face_x=_f32(face_x), tool_nodes=idx["tool_nodes"], tool_graph=idx["tool_graph"], tool_om=idx["tool_om"],
         tool_mw_force=idx["tool_mw_force"], tool_mw_torque=idx["tool_mw_torque"], num_graphs=n_b,
     )
+
+
+def prune_untouched(cache: PopulationCache, graph: Graph) -> Graph:
+    """``graph`` without, in each window, the static bodies that none of its face edges touches.
+
+    Face-interaction edges are the only edges between the tool and a static body (object↔mesh and world↔mesh
+    edges stay within a body), so an untouched body's nodes and edges send nothing, through any number of
+    message-passing steps, to the tool's nodes and mesh→world edges that the decoders read: the predictions of
+    the pruned graph equal those of the full one (to float32 rounding), for a fraction of the rows in free space
+    (every static body dropped) and in a slot (the table under it dropped).
+
+    Args:
+        cache: the scene's :class:`PopulationCache`.
+        graph: ``B`` windows of the scene in the uniform layout of :func:`population_graph` (and of
+            :func:`.graph.build_graphs`): per window ``N`` mesh nodes (tool first), one object→mesh edge per
+            mesh node in mesh order, world nodes ``(force, torque)`` per body, world→mesh edges the ``N`` force
+            then the ``N`` torque edges.
+    """
+    n_b, n, n_obj = graph.num_graphs, cache.num_mesh, cache.num_objects
+    if graph.mesh_x.shape[0] != n_b * n or graph.object_x.shape[0] != n_b * n_obj:
+        raise InvalidInputError(f"prune_untouched needs the full layout of {n_b} windows of this scene "
+                                f"({n} mesh and {n_obj} object nodes each), got {graph.mesh_x.shape[0]} and "
+                                f"{graph.object_x.shape[0]}")
+    mesh_obj = torch.as_tensor(cache.mesh_obj)
+    ends = torch.cat([graph.face_senders.reshape(-1), graph.face_receivers.reshape(-1)])
+    touched = torch.zeros(n_b, n_obj, dtype=torch.bool)
+    touched[:, 0] = True  # the tool
+    touched[ends // n, mesh_obj[ends % n]] = True
+    mesh_keep = touched.gather(1, mesh_obj.expand(n_b, n)).reshape(-1)  # also the object↔mesh edges' mask
+    obj_keep = touched.reshape(-1)
+    mesh_map, obj_map = torch.cumsum(mesh_keep, 0) - 1, torch.cumsum(obj_keep, 0) - 1
+    fields = {"mesh_x": graph.mesh_x[mesh_keep], "object_x": graph.object_x[obj_keep],
+              "om_index": torch.stack([obj_map[graph.om_index[0, mesh_keep]], mesh_map[graph.om_index[1, mesh_keep]]]),
+              "om_x": graph.om_x[mesh_keep],
+              "mo_index": torch.stack([mesh_map[graph.mo_index[0, mesh_keep]], obj_map[graph.mo_index[1, mesh_keep]]]),
+              "mo_x": graph.mo_x[mesh_keep], "face_senders": mesh_map[graph.face_senders],
+              "face_receivers": mesh_map[graph.face_receivers], "face_x": graph.face_x,
+              "tool_nodes": mesh_map[graph.tool_nodes], "tool_graph": graph.tool_graph,
+              "tool_om": mesh_map[graph.tool_om]}
+    if graph.wm_index.shape[1] == 0:  # FIGNet+: no world nodes
+        fields.update({k: getattr(graph, k) for k in ("world_x", "wm_index", "wm_x", "mw_index", "mw_x",
+                                                      "tool_mw_force", "tool_mw_torque")})
+    else:
+        world_keep = obj_keep.repeat_interleave(2)
+        wm_keep = mesh_keep.reshape(n_b, 1, n).expand(n_b, 2, n).reshape(-1)
+        world_map, wm_map = torch.cumsum(world_keep, 0) - 1, torch.cumsum(wm_keep, 0) - 1
+        wm = torch.stack([world_map[graph.wm_index[0, wm_keep]], mesh_map[graph.wm_index[1, wm_keep]]])
+        fields.update(world_x=graph.world_x[world_keep], wm_index=wm, wm_x=graph.wm_x[wm_keep],
+                      mw_index=wm.flip(0), mw_x=graph.mw_x[wm_keep], tool_mw_force=wm_map[graph.tool_mw_force],
+                      tool_mw_torque=wm_map[graph.tool_mw_torque])
+    return Graph(**fields, num_graphs=n_b)
