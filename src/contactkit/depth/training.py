@@ -14,9 +14,9 @@ output to lie beyond ``±fit_band`` on the right side (so the network spends not
 :data:`LOSS_UNIT`. Adam with a cosine learning-rate schedule over a fixed number of minibatch steps, half of each
 batch drawn in proportion to the samples' current loss (hard examples: the max error is what the bar limits);
 initial weights put the first layer's kinks near the surface (:func:`_init_weights`). Optionally Adam is followed
-by a full-batch float64 L-BFGS refinement (:func:`refine`) on a loss with the errors raised to a higher power
-(targets the largest errors). Every random draw comes from the ``seed`` of :class:`TrainConfig` (numpy for the
-samples, torch for the initial weights and the batches).
+by a full-batch float64 L-BFGS refinement (:mod:`~contactkit.depth.refine`) on a loss with the errors raised to a
+higher power (targets the largest errors). Every random draw comes from the ``seed`` of :class:`TrainConfig`
+(numpy for the samples, torch for the initial weights and the batches).
 """
 
 from __future__ import annotations
@@ -32,23 +32,15 @@ import torch
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
 from contactkit.depth.mining import MateSampler, mate_samples, mined_samples, warm_start
 from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
+from contactkit.depth.refine import LOSS_UNIT, _loss, refine
 from contactkit.depth.sampling import OFFSET_SCALES, edge_samples, profile_samples, surface_samples
 from contactkit.devices import check_device
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part, mesh_sha256
 from contactkit.geometry.signed_distance import signed_distance
 
-LOSS_UNIT = 1e-5
-"""[m] the loss is minimised in units of LOSS_UNIT² so that its gradients are O(1) at µm errors: in m² they fall
-to ~1e-9, below Adam's ε = 1e-8, where Adam no longer normalises its steps. Measured on the paper hole (together
-with fit_band 3 → 1 mm): 15k steps reached a 6.4 µm max error at the peg's nodes, where 30k steps in m² had
-stalled at 11.6 µm."""
 INIT_NEAR = 1e-3
 """[m] first-layer kinks are initialised through samples this close to the surface (:func:`_init_weights`)."""
-REFINE_HISTORY = 50
-"""Curvature pairs kept by the L-BFGS refinement (:func:`refine`)."""
-REFINE_CHUNK = 100
-"""L-BFGS iterations between two progress reports."""
 ACCURACY_BAND = 0.5e-3
 """[m] half-width of the band around the surface where accuracy is measured (issue 16)."""
 
@@ -85,7 +77,7 @@ class TrainConfig:
             (:func:`profile_samples`: density ∝ 1/max(r, axial_r_min)), so that the axis is not starved;
         end_fraction, end_span: share of the near-surface samples (axial frames) drawn within end_span [m] of
             the part's axial ends (a thread's ends: chamfer, cut bottom);
-        refine_steps: full-batch float64 L-BFGS iterations after Adam (:func:`refine`), with the loss's
+        refine_steps: full-batch float64 L-BFGS iterations after Adam (:mod:`~contactkit.depth.refine`), with the loss's
             errors raised to refine_power (>= 2: a larger power weighs the largest errors more);
         mate_poses, mine_worst, mine_random: hard-example mining before the refinement
             (:mod:`contactkit.depth.mining`): the mating part's nodes at mate_poses poses, of which the
@@ -294,44 +286,6 @@ def _adam_samples(part: Part, setup: DepthSetup, config: TrainConfig, rng: np.ra
     return points, target
 
 
-def refine(params, x: torch.Tensor, y: torch.Tensor, scale: float, config: TrainConfig,
-           progress: Callable[[int, float], None] | None = None) -> tuple[list[torch.Tensor], float]:
-    """Full-batch L-BFGS (strong-Wolfe line search, float64) of the network's ``params`` on all samples ``x``
-    (scaled inputs, ``(M, k)``) and ``y`` (signed distance [m], ``(M,)``) for ``config.refine_steps``
-    iterations, on the loss of :func:`_loss` with the errors in :data:`LOSS_UNIT` raised to
-    ``config.refine_power``. Adam's minibatch noise leaves the fit on a plateau; small MLPs go well below it
-    with a quasi-Newton method on the whole set. ``progress(step, loss [m²-equivalent])`` continues Adam's
-    step count.
-
-    Returns:
-        ``(params, loss)``: float64 leaf tensors and the final loss as ``(mean |e|^p)^(2/p)`` [m²].
-    """
-    params = [p.detach().to(torch.float64).requires_grad_(True) for p in params]
-    x, y = x.to(torch.float64), y.to(torch.float64)
-    power = config.refine_power
-    opt = torch.optim.LBFGS(params, lr=1.0, history_size=REFINE_HISTORY, tolerance_grad=0.0, tolerance_change=0.0,
-                            line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = _loss(mlp(params, x, scale), y, config.fit_band, power, LOSS_UNIT)
-        loss.backward()
-        return loss
-
-    done, loss = 0, math.nan
-    while done < config.refine_steps:
-        chunk = min(REFINE_CHUNK, config.refine_steps - done)
-        opt.param_groups[0].update(max_iter=chunk, max_eval=chunk * 5 // 4 + 1)
-        opt.step(closure)
-        done += chunk
-        with torch.no_grad():
-            loss = float(_loss(mlp(params, x, scale), y, config.fit_band, power, LOSS_UNIT)) ** (2 / power)
-            loss *= LOSS_UNIT**2
-        if progress is not None:
-            progress(config.steps + done, loss)
-    return params, loss
-
-
 def _hard_weights(params, x: torch.Tensor, y: torch.Tensor, scale: float, fit_band: float) -> torch.Tensor:
     """Sampling weights ∝ each sample's loss term (CPU, float64), for the hard half of the batches."""
     with torch.no_grad():
@@ -348,15 +302,6 @@ def _batch(n: int, size: int, hard_fraction: float, weight: torch.Tensor, gen: t
     if n_hard == 0:
         return uniform
     return torch.cat([uniform, torch.multinomial(weight, n_hard, replacement=True, generator=gen)])
-
-
-def _loss(pred: torch.Tensor, target: torch.Tensor, fit_band: float, power: int = 2,
-          unit: float = 1.0) -> torch.Tensor:
-    """Mean of ``(|error| / unit) ** power`` within ``fit_band`` of the surface and of the hinge beyond (module
-    docstring); the squared error in m² by default."""
-    near = target.abs() <= fit_band
-    hinge = torch.relu(fit_band - torch.sign(target) * pred)
-    return torch.mean(torch.where(near, (pred - target).abs() / unit, hinge / unit) ** power)
 
 
 def _init_weights(x: torch.Tensor, near: np.ndarray, gen: torch.Generator,
