@@ -174,3 +174,28 @@ def test_pruning_untouched_bodies_keeps_the_predictions(variant):
     (a_p, w_p), (a_f, w_f) = model.model.predict(pruned), model.model.predict(full)
     for x, y in ((a_p, a_f), (w_p, w_f)):
         assert torch.allclose(x, y, rtol=0, atol=OUT_RTOL * float(y.abs().max()))
+
+
+@pytest.mark.parametrize("variant", list(ModelVariant))
+def test_last_step_on_the_decoders_rows_equals_the_full_step(variant):
+    """ProcessorLayer.tool_rows (the network's last step, only what the decoders read) equals the full step's
+    tool mesh latents and readout edge latents, on windows in contact and in free space."""
+    scene = peg_in_hole("hexagon", 5e-3)
+    model = _model(variant, scene)
+    windows, wrench = _windows(scene, np.random.default_rng(7), 12)
+    g = model.input_graph(windows, wrench)
+    assert g.face_x.shape[0] > 0
+    net = model.model
+    with torch.no_grad():
+        lat = {key: net.encoders[key](net.norm[name](getattr(g, name))) for name, key in
+               (("mesh_x", "mesh"), ("object_x", "object"), ("world_x", "world"), ("om_x", "om"), ("mo_x", "mo"),
+                ("wm_x", "wm"), ("mw_x", "mw"), ("face_x", "face")) if name in net.inputs}
+        for layer in net.layers[:-1]:
+            lat = layer(lat, g)
+        full = net.layers[-1](lat, g)
+        mesh_tool, readout = net.layers[-1].tool_rows(lat, g)
+    expected = (torch.cat([full["mw"][g.tool_mw_force], full["mw"][g.tool_mw_torque]])
+                if variant is ModelVariant.ACT_FIGNET else full["om"][g.tool_om])
+    for x, y in ((mesh_tool, full["mesh"][g.tool_nodes]), (readout, expected)):
+        assert x.shape == y.shape
+        torch.testing.assert_close(x, y, rtol=0, atol=OUT_RTOL * float(y.abs().max()))

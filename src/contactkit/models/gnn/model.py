@@ -238,6 +238,38 @@ class ProcessorLayer(nn.Module):
             new[block.node_type.value] = block(lat[block.node_type.value], sums)
         return {k: lat[k] + new[k] for k in lat}
 
+    def tool_rows(self, lat: dict[str, torch.Tensor], g: Graph) -> tuple[torch.Tensor, torch.Tensor]:
+        """What :meth:`forward` would return at the rows the decoders read, from only the edges and nodes they
+        depend on (the last step of :class:`EncodeProcessDecode`): the tool's mesh latents ``(NT, L)`` and the
+        F/T readout edges' latents, ``(2·NT, L)`` mesh→world edges ``[force..., torque...]`` (Act-FIGNet) or
+        ``(NT, L)`` object→mesh edges (FIGNet+), in the order of ``g.tool_nodes``.
+
+        A tool vertex's update reads its object→mesh edge, its world→mesh edges (the reverses of its mesh→world
+        edges, same ids) and the face edges received by tool vertices (a face edge's receivers are all of one
+        body); the other edges and nodes of the step feed no decoder. Same values as ``forward`` to float32
+        rounding, for about half the face edges and a fraction of the rest.
+        """
+        mesh, tool = lat[NodeType.MESH.value], g.tool_nodes
+        is_tool = torch.zeros(mesh.shape[0], dtype=torch.bool, device=mesh.device)
+        is_tool[tool] = True
+        world_ids = torch.cat([g.tool_mw_force, g.tool_mw_torque])
+        edge_ids = {EdgeType.OBJECT_MESH: g.tool_om, EdgeType.WORLD_MESH: world_ids, EdgeType.MESH_WORLD: world_ids}
+        sums, updated = {}, {}
+        for block in self.edge.values():
+            t = block.edge_type
+            if t is EdgeType.FACE:
+                keep = is_tool[g.face_receivers[:, 0]]
+                _, sums[t] = block(lat[t.value][keep], mesh, g.face_senders[keep], g.face_receivers[keep])
+            elif t in edge_ids:
+                ids = edge_ids[t]
+                new, sums[t] = block(lat[t.value][ids], lat[t.sender.value], lat[t.receiver.value],
+                                     getattr(g, f"{t.value}_index")[:, ids])
+                updated[t] = lat[t.value][ids] + new
+        node = self.node[NodeType.MESH.value]
+        mesh_tool = mesh[tool] + node(mesh[tool], {t: sums[t][tool] for t in node.incoming})
+        readout = EdgeType.MESH_WORLD if EdgeType.MESH_WORLD in updated else EdgeType.OBJECT_MESH
+        return mesh_tool, updated[readout]
+
 
 _INPUTS = {"mesh_x": "mesh", "object_x": "object", "world_x": "world", "om_x": "om", "mo_x": "mo",
            "wm_x": "wm", "mw_x": "mw", "face_x": "face"}
@@ -270,15 +302,15 @@ class EncodeProcessDecode(nn.Module):
     def forward(self, g: Graph) -> tuple[torch.Tensor, torch.Tensor]:
         """Normalised tool-vertex accelerations (NT, 3) and per-graph wrench (G, 6) for batch ``g``."""
         lat = {_INPUTS[k]: self.encoders[_INPUTS[k]](self.norm[k](getattr(g, k))) for k in self.inputs}
-        for layer in self.layers:
+        for layer in self.layers[:-1]:
             lat = layer(lat, g)
-        accel = self.accel_decoder(lat["mesh"][g.tool_nodes])
+        mesh_tool, readout = self.layers[-1].tool_rows(lat, g)  # the last step at the decoders' rows only
+        accel = self.accel_decoder(mesh_tool)
         if self.act:
-            per_vertex = torch.cat(
-                [self.ft_decoder(lat["mw"][g.tool_mw_force]), self.ft_decoder(lat["mw"][g.tool_mw_torque])], -1
-            )
+            force, torque = readout.chunk(2)
+            per_vertex = torch.cat([self.ft_decoder(force), self.ft_decoder(torque)], -1)
         else:
-            per_vertex = self.ft_decoder(lat["om"][g.tool_om])
+            per_vertex = self.ft_decoder(readout)
         counts = torch.bincount(g.tool_graph, minlength=g.num_graphs).clamp(min=1).to(per_vertex.dtype)
         wrench = _sum_to(g.num_graphs, g.tool_graph, per_vertex) / counts[:, None]
         return accel, wrench
