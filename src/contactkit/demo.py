@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPolicy
-from contactkit.data.collect import CollectSpec, collect, run_episode
+from contactkit.data.collect import CollectSpec, collect, dataset_meta, run_episode, set_aside_if_stale
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
 from contactkit.data.training import training_data
@@ -67,6 +67,9 @@ def _touch(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     )
     path = out / "data" / "touch.h5"
     started = time.perf_counter()
+    aside = set_aside_if_stale(path, dataset_meta(spec))
+    if aside is not None:
+        log(f"{path} was written with other settings (an earlier demo or version): kept as {aside.name}")
     collect(spec, str(path))
     with open_dataset(path) as ds:
         summary = ds.summary()

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from contactkit.data.collect import CollectSpec, collect
+from contactkit.data.collect import CollectSpec, collect, dataset_meta, set_aside_if_stale
 from contactkit.data.reader import open_dataset
 from contactkit.errors import ContactkitError
 
@@ -100,3 +100,18 @@ def test_random_scene_collection_stores_each_episode_scene(tmp_path):
         scenes = [Scene.from_json(ds.scene_json(i)) for i in range(len(ds))]
     assert len({s.to_json() for s in scenes}) == 3
     assert all(3 <= len(s.statics) - 1 <= 6 for s in scenes)
+
+
+def test_a_demo_dataset_from_other_settings_is_kept_aside_not_resumed(tmp_path):
+    """An out/demo left by an earlier version cannot be resumed (its meta differs): the demo keeps it as
+    touch.stale-1.h5 and collects afresh; a dataset with the same meta stays to be resumed."""
+    old, new = (CollectSpec(episodes=1, steps=5, seed=seed) for seed in (1, 2))
+    path = tmp_path / "touch.h5"
+    collect(old, str(path))
+    before = path.read_bytes()
+    assert set_aside_if_stale(path, dataset_meta(old)) is None and path.exists()
+    assert set_aside_if_stale(path, dataset_meta(new)) == tmp_path / "touch.stale-1.h5"
+    assert not path.exists() and (tmp_path / "touch.stale-1.h5").read_bytes() == before
+    collect(new, str(path))
+    assert set_aside_if_stale(path, dataset_meta(old)) == tmp_path / "touch.stale-2.h5"
+    assert set_aside_if_stale(tmp_path / "absent.h5", dataset_meta(old)) is None

@@ -17,9 +17,10 @@ import numpy as np
 
 from contactkit.control.policies import make_policy
 from contactkit.data.parallel import RayPool, check_reachable, uses_ray
+from contactkit.data.reader import open_dataset
 from contactkit.data.schema import DatasetMeta, Episode
 from contactkit.data.writer import DatasetWriter
-from contactkit.errors import InvalidInputError
+from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.model import World
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import WorldParams
@@ -237,3 +238,23 @@ def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | 
                 if progress:
                     progress(episode + 1, spec.episodes)
     return written
+
+
+def set_aside_if_stale(path: str | Path, meta: DatasetMeta) -> Path | None:
+    """Rename the dataset at ``path`` to ``NAME.stale-<n>.h5`` beside it when it was written with another ``meta``
+    (or cannot be read), so that a regenerating pipeline (the demo) collects afresh where :func:`collect` would
+    refuse to resume; nothing written is lost. Returns the new name, or None when the file is absent or matches."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        with open_dataset(path) as ds:
+            if not ds.meta.mismatched_keys(meta):
+                return None
+    except ContactkitError:
+        pass
+    n = 1
+    while (aside := path.with_name(f"{path.stem}.stale-{n}{path.suffix}")).exists():
+        n += 1
+    path.rename(aside)
+    return aside
