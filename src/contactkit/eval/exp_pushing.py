@@ -242,14 +242,18 @@ def run_experiment(config: PushingConfig, seed: int = 0, checkpoint: str | Path 
 
 
 def markdown(result: dict) -> str:
-    """Tables III and IV of a result: per case, PD-only vs RL-assisted errors and the trials that counted."""
+    """Tables III and IV of a result: per case, PD-only vs RL-assisted errors and the trials that counted (a failed
+    trial has no error; "–": no trial completed)."""
     def f(v, fmt):
         return "–" if v is None else format(v, fmt)
 
-    lines = ["| object | profile | trials (infeasible) | transl. PD / RL [%] | angle PD / RL [%] | force sim PD / RL "
-             "[N] | force real PD / RL [N] | torque real PD / RL [N m] |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| object | profile | trials (infeasible) | failed PD / RL, real | transl. PD / RL [%] | "
+             "angle PD / RL [%] | force sim PD / RL [N] | force real PD / RL [N] | torque real PD / RL [N m] |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c in result["cases"]:
+        failed = c.get("failures") or {}
         lines.append(f"| {c['object']} | {c['profile']} | {c['trials']} ({c['infeasible']}) | "
+                     f"{failed.get('pd_real', '–')} / {failed.get('rl_real', '–')} | "
                      f"{f(c['pd_translation_err_pct'], '.1f')} / {f(c['rl_translation_err_pct'], '.1f')} | "
                      f"{f(c['pd_angle_err_pct'], '.1f')} / {f(c['rl_angle_err_pct'], '.1f')} | "
                      f"{f(c['pd_force_err_N_sim'], '.3f')} / {f(c['rl_force_err_N_sim'], '.3f')} | "
