@@ -27,6 +27,7 @@ from contactkit.data.collect import CollectSpec, dataset_meta
 from contactkit.data.schema import DatasetMeta
 from contactkit.data.training import training_data
 from contactkit.data.windows import TrajectoryWindows
+from contactkit.depth import load_depth_nets
 from contactkit.errors import ContactkitError
 from contactkit.eval.predict_eval import load_recorded
 from contactkit.eval.predictors import checkpoint_predictor
@@ -123,6 +124,8 @@ LOADERS: dict[str, Callable[[Path, Path], object]] = {
     "GnnContactModel": lambda p, tmp: GnnContactModel.from_checkpoint(p, peg_in_hole("square", 1e-3)),
     "checkpoint_predictor": lambda p, tmp: checkpoint_predictor(p, "bad"),
     "load_world": lambda p, tmp: load_world(p),
+    "load_depth_nets": lambda p, tmp: load_depth_nets(p),
+    "load_depth_nets as .json": lambda p, tmp: load_depth_nets(_copy(p, tmp, p.stem + ".json")),
     "decompose": lambda p, tmp: decompose(load_mesh(p), DECOMPOSE, cache_dir=tmp / "cache"),
     "decompose cache entry": _decompose_with_cache_entry,
 }

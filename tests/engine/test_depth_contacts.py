@@ -209,3 +209,40 @@ def test_a_start_deep_in_the_network_is_refused(tmp_path):
     with pytest.raises(InvalidInputError, match="deep in the environment"):
         world.reset(BodyState.at_rest(np.array([0.0, 0.0, 1.5e-3]), np.array([1.0, 0.0, 0.0, 0.0])))
     world.reset(BodyState.at_rest(np.array([0.0, 0.0, 2.5e-3]), np.array([1.0, 0.0, 0.0, 0.0])))  # 0.5 mm: accepted
+
+
+def test_a_piecewise_set_answers_each_node_once_from_the_piece_that_holds_it():
+    """A two-piece :class:`~contactkit.depth.DepthNetSet` in the kernel: every node's row is the one its own piece
+    gives alone, a node on the shared axial end is the lower piece's only, and ``inside_domain`` covers both."""
+    from contactkit.depth import DepthNetSet
+    from contactkit.engine._kernels_depthnet import inside_domain
+
+    rng = np.random.default_rng(11)
+    base = dataclasses.replace(random_net(Coordinates.HELICAL, rng), origin=np.zeros(3),
+                               axis=np.array([0.0, 0.0, 1.0]), ref=np.array([1.0, 0.0, 0.0]))
+    cut = 0.01
+    lower = dataclasses.replace(base, feature_hi=np.array([0.03, 1.0, 1.0, cut]))
+    upper = dataclasses.replace(random_net(Coordinates.HELICAL, rng), origin=np.zeros(3),
+                                axis=np.array([0.0, 0.0, 1.0]), ref=np.array([1.0, 0.0, 0.0]),
+                                handedness=base.handedness, feature_lo=np.array([0.0, -1.0, -1.0, cut]))
+    nodes = np.column_stack([rng.uniform(-0.02, 0.02, 500), rng.uniform(-0.02, 0.02, 500),
+                             rng.uniform(-0.025, 0.045, 500)])
+    nodes[0] = [0.01, 0.005, cut]  # on the shared end
+    rows = {}
+    for name, net in (("set", DepthNetSet((upper, lower))), ("lower", lower), ("upper", upper)):
+        ds = placed_depth_set([(net, np.zeros(3), np.array([1.0, 0, 0, 0]), 0.4)], nodes)
+        out = np.zeros((len(ds.nodes), ROW_WIDTH))
+        k = depth_contacts(ds, np.eye(3), np.zeros(3), np.zeros((2, 6)), np.zeros(3), 1.0, 0.0, 0.0, out, 0)
+        rows[name] = out[:k]
+        if name == "set":
+            assert list(ds.next_net) == [1, -1] and list(ds.prev_net) == [-1, 0]
+            inside = [inside_domain(ds, 0, *p) for p in ds.nodes]
+    key = lambda r: np.round(r[:, POINT_COLS], 12).tolist()  # noqa: E731
+    on_end = np.isclose(rows["upper"][:, POINT_COLS][:, 2], cut, atol=0.0)
+    union = np.concatenate([rows["lower"], rows["upper"][~on_end]])
+    order_set, order_union = np.lexsort(rows["set"][:, POINT_COLS].T), np.lexsort(union[:, POINT_COLS].T)
+    np.testing.assert_array_equal(rows["set"][order_set, :ROW_FRICTION], union[order_union, :ROW_FRICTION])
+    assert key(rows["set"]).count([0.01, 0.005, cut]) == 1
+    z = ds.nodes[:, 2]
+    assert np.array_equal(np.array(inside) & (np.abs(ds.nodes[:, 0]) < 0.02),
+                          (z >= -0.02) & (z <= 0.04) & (np.abs(ds.nodes[:, 0]) < 0.02))

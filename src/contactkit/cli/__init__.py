@@ -7,6 +7,7 @@ from contactkit.cli import (  # noqa: F401  (registers the commands)
     data,
     importing,
     learn,
+    learn_depth,
     measure,
     pushing,
     scene,

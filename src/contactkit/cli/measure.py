@@ -121,9 +121,11 @@ def benchmark(
     checkpoint: Annotated[Path | None, typer.Option(help="replan: the Act-FIGNet checkpoint")] = None,
     results_dir: Annotated[Path | None, typer.Option(help=RESULTS_DIR_HELP)] = None,
     hole_net: Annotated[Path | None, typer.Option(
-        help="contact-detection: depth network of the paper's hole (default: the committed one)")] = None,
+        help="contact-detection: depth network of the paper's hole, a .safetensors file or a piecewise set's "
+             ".json manifest (default: the committed one)")] = None,
     bolt_net: Annotated[Path | None, typer.Option(
-        help="contact-detection: depth network of the M48 bolt (default: the committed one)")] = None,
+        help="contact-detection: depth network of the M48 bolt, a .safetensors file or a piecewise set's .json "
+             "manifest (default: the committed one)")] = None,
     scene: Annotated[Path | None, typer.Option(help=SCENE_HELP)] = None,
     workers: Annotated[int | None, typer.Option(help=WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=RAY_HELP)] = None,

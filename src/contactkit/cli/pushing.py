@@ -13,7 +13,7 @@ import numpy as np
 import typer
 
 from contactkit.cli._app import check_outputs, console, fail, progress
-from contactkit.cli.learn import learn_app
+from contactkit.cli.learn_depth import learn_app
 from contactkit.errors import ContactkitError, InvalidInputError
 
 ACTOR_FILE = "residual.safetensors"

@@ -9,7 +9,8 @@ cartesian coordinates."""
 from contactkit.depth.checkpoint import load_depth_net, save_depth_net
 from contactkit.depth.coordinates import R_EPS, Coordinates, SymmetryFrame, make_frame
 from contactkit.depth.mining import MateSampler, mined_samples, warm_start
-from contactkit.depth.network import DepthNet, NodeContacts, detect, features, query
+from contactkit.depth.netset import depth_net_files, load_depth_nets, save_depth_net_set
+from contactkit.depth.network import DepthNet, DepthNetSet, NodeContacts, detect, features, query
 from contactkit.depth.training import (
     ACCURACY_BAND,
     DepthSetup,
@@ -25,6 +26,7 @@ __all__ = [
     "R_EPS",
     "Coordinates",
     "DepthNet",
+    "DepthNetSet",
     "DepthSetup",
     "MateSampler",
     "NodeContacts",
@@ -32,13 +34,16 @@ __all__ = [
     "TrainConfig",
     "accuracy",
     "default_setup",
+    "depth_net_files",
     "detect",
     "features",
     "load_depth_net",
+    "load_depth_nets",
     "make_frame",
     "mined_samples",
     "query",
     "save_depth_net",
+    "save_depth_net_set",
     "train_depth_net",
     "training_samples",
     "warm_start",

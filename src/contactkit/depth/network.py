@@ -80,6 +80,71 @@ class NodeContacts:
     depth: np.ndarray
 
 
+FRAME_TOL = 1e-12
+"""Largest difference of the pieces' frames (origin [m], axis, ref, pitch [m]) within one :class:`DepthNetSet`."""
+
+
+@dataclass(frozen=True, eq=False)
+class DepthNetSet:
+    """A piecewise network of one part: pieces (:class:`DepthNet`) of the same part and feature frame whose axial
+    windows ``[feature_lo[-1], feature_hi[-1]]`` follow each other without overlapping (they may touch; a point
+    on a shared end is answered by the lower piece). Each piece is the paper's §V-B network on a shorter stretch
+    of the axis: a thread's chamfered top, where the distance stops depending on the helical phase, is a
+    different function from the thread below it, and one 2 × 64 network fitted to both leaves 100 µm errors there
+    (models/depth-m48-bolt/README.md). Made by ``contactkit learn depth --z-range`` per piece and
+    ``contactkit learn depth-set``; loaded by :func:`contactkit.depth.load_depth_nets`.
+
+    Raises:
+        InvalidInputError: no pieces; pieces of different parts, meshes, coordinates or frames; more than one
+            piece in cartesian coordinates; windows that overlap.
+    """
+
+    pieces: tuple[DepthNet, ...]
+
+    def __post_init__(self) -> None:
+        pieces = tuple(sorted(self.pieces, key=lambda n: float(n.feature_lo[-1])))
+        if not pieces:
+            raise InvalidInputError("a DepthNetSet needs at least one piece")
+        first = pieces[0]
+        for net in pieces[1:]:
+            if (net.part_name, net.mesh_sha256, net.coordinates) != (first.part_name, first.mesh_sha256,
+                                                                      first.coordinates):
+                raise InvalidInputError(f"depth net pieces of {first.part_name!r} ({first.coordinates.value}) and "
+                                        f"{net.part_name!r} ({net.coordinates.value}) do not make one set")
+            gaps = [np.abs(np.asarray(getattr(net, k), float) - np.asarray(getattr(first, k), float)).max()
+                    for k in ("origin", "axis", "ref", "pitch", "handedness")]
+            if max(gaps) > FRAME_TOL:
+                raise InvalidInputError("depth net pieces have different feature frames (origin, axis, ref, pitch "
+                                        "or handedness)")
+        if len(pieces) > 1 and first.coordinates is Coordinates.CARTESIAN:
+            raise InvalidInputError("pieces of a DepthNetSet split the axis: cylindrical or helical coordinates")
+        for lower, upper in zip(pieces, pieces[1:], strict=False):
+            if float(upper.feature_lo[-1]) < float(lower.feature_hi[-1]):
+                raise InvalidInputError(f"depth net pieces overlap along the axis: [{lower.feature_lo[-1]:g}, "
+                                        f"{lower.feature_hi[-1]:g}] and [{upper.feature_lo[-1]:g}, "
+                                        f"{upper.feature_hi[-1]:g}] m")
+        object.__setattr__(self, "pieces", pieces)
+
+    @property
+    def part_name(self) -> str:
+        """The part's name (all pieces')."""
+        return self.pieces[0].part_name
+
+    @property
+    def coordinates(self) -> Coordinates:
+        """The pieces' coordinates."""
+        return self.pieces[0].coordinates
+
+    @property
+    def meta(self) -> dict:
+        """The piece's meta for a set of one piece; else ``{"pieces": [each piece's meta with its axial window
+        "z_window_m" [m]]}`` (JSON-compatible)."""
+        if len(self.pieces) == 1:
+            return self.pieces[0].meta
+        return {"pieces": [{**net.meta, "z_window_m": [float(net.feature_lo[-1]), float(net.feature_hi[-1])]}
+                           for net in self.pieces]}
+
+
 def features(net: DepthNet, points: np.ndarray) -> np.ndarray:
     """``(N, k)`` float64 features of ``(N, 3)`` part-frame points [m] (:mod:`contactkit.depth.coordinates`).
 
@@ -111,11 +176,13 @@ def torch_weights(net: DepthNet, device: torch.device, dtype: torch.dtype) -> tu
     return tensors
 
 
-def query(net: DepthNet, points: np.ndarray, *, device: torch.device | str = "cpu") -> tuple[np.ndarray, np.ndarray]:
-    """Signed distance and contact normal of part-frame points, in one batched torch call (paper §III-A).
+def query(net: DepthNet | DepthNetSet, points: np.ndarray, *,
+          device: torch.device | str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Signed distance and contact normal of part-frame points, in one batched torch call per piece (paper §III-A).
 
     Args:
-        net: the static part's network.
+        net: the static part's network, or a :class:`DepthNetSet` (each point goes to the piece whose axial window
+            holds it; the lower piece on a shared end).
         points: ``(N, 3)`` part-frame points [m].
         device: torch device of the evaluation ('cpu', 'cuda', ...).
 
@@ -130,6 +197,14 @@ def query(net: DepthNet, points: np.ndarray, *, device: torch.device | str = "cp
     dev = check_device(device)
     depth = np.full(len(p), np.inf)
     normal = np.zeros((len(p), 3))
+    if isinstance(net, DepthNetSet):
+        z = (p - net.pieces[0].origin) @ net.pieces[0].axis
+        todo = np.ones(len(p), bool)
+        for piece in net.pieces:
+            mine = np.flatnonzero(todo & (z >= piece.feature_lo[-1]) & (z <= piece.feature_hi[-1]))
+            depth[mine], normal[mine] = query(piece, p[mine], device=dev)
+            todo[mine] = False
+        return depth, normal
     if len(p) == 0:
         return depth, normal
     x = torch.as_tensor(p, dtype=torch.float64, device=dev).requires_grad_(True)
@@ -160,8 +235,11 @@ def _pose(name: str, pos, quat) -> tuple[np.ndarray, np.ndarray]:
     return quat_to_mat(q), p
 
 
-def domain_box(net: DepthNet) -> tuple[np.ndarray, np.ndarray]:
-    """Part-frame axis-aligned box ``(lo (3,), hi (3,))`` [m] that holds the padded domain."""
+def domain_box(net: DepthNet | DepthNetSet) -> tuple[np.ndarray, np.ndarray]:
+    """Part-frame axis-aligned box ``(lo (3,), hi (3,))`` [m] that holds the padded domain (of every piece)."""
+    if isinstance(net, DepthNetSet):
+        boxes = [domain_box(piece) for piece in net.pieces]
+        return np.min([b[0] for b in boxes], axis=0), np.max([b[1] for b in boxes], axis=0)
     lo, hi = net.feature_lo, net.feature_hi
     if net.coordinates is Coordinates.CARTESIAN:
         return net.origin + lo, net.origin + hi
@@ -171,15 +249,16 @@ def domain_box(net: DepthNet) -> tuple[np.ndarray, np.ndarray]:
     return ends.min(axis=0) - half, ends.max(axis=0) + half
 
 
-def detect(net: DepthNet, static_pos, static_quat, nodes: np.ndarray, tool_pos, tool_quat, margin: float, *,
-           device: torch.device | str = "cpu") -> NodeContacts:
+def detect(net: DepthNet | DepthNetSet, static_pos, static_quat, nodes: np.ndarray, tool_pos, tool_quat,
+           margin: float, *, device: torch.device | str = "cpu") -> NodeContacts:
     """Node contacts of a moving part against a static part's network (paper §III-A, Fig. 3).
 
     Broad phase: the box of the tool's nodes (static frame) against the box of the padded domain, then the nodes
     inside that box; the candidates go through :func:`query` in one call.
 
     Args:
-        net: the static part's network; static_pos (3,) [m], static_quat (4,) wxyz: its world pose.
+        net: the static part's network (or :class:`DepthNetSet`); static_pos (3,) [m], static_quat (4,) wxyz: its
+            world pose.
         nodes: ``(N, 3)`` surface nodes of the tool, tool frame [m]; tool_pos, tool_quat: the tool's world pose.
         margin: [m] report nodes with signed distance ``d < margin``.
         device: torch device of the query.

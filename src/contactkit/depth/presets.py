@@ -38,6 +38,7 @@ has the command): the benchmark's pose generator's band nodes at other seeds 71.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,14 +140,33 @@ def nut_nodes_screwed(rng: np.random.Generator, part: Part, poses: int) -> np.nd
     return np.concatenate(out)
 
 
+def axial_window(setup: DepthSetup, z_range: tuple[float, float]) -> DepthSetup:
+    """``setup`` with its axial feature bounds replaced by ``z_range = (lo, hi)`` [m] (cylindrical or helical).
+
+    Raises:
+        InvalidInputError: a cartesian frame, or a window that is not finite with ``lo < hi``.
+    """
+    lo, hi = (float(v) for v in z_range)
+    if setup.frame.coordinates is Coordinates.CARTESIAN:
+        raise InvalidInputError("an axial window (z_range) needs cylindrical or helical coordinates")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise InvalidInputError(f"z_range must be finite with lo < hi [m], got ({lo!r}, {hi!r})")
+    feature_lo, feature_hi = setup.feature_lo.copy(), setup.feature_hi.copy()
+    feature_lo[-1], feature_hi[-1] = lo, hi
+    return dataclasses.replace(setup, feature_lo=feature_lo, feature_hi=feature_hi)
+
+
 def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps: int | None = None,
-               seed: int = 0, overrides: dict | None = None) -> PartSetup:
+               seed: int = 0, overrides: dict | None = None,
+               z_range: tuple[float, float] | None = None) -> PartSetup:
     """The :class:`PartSetup` of a preset name (:data:`PRESETS`) or a mesh file path (module docstring).
 
     Args:
         coordinates: override the preset's coordinates (e.g. ``"cartesian"`` to measure what symmetry buys).
         steps: override the optimisation steps; seed: sampling/initialisation seed.
         overrides: other :class:`TrainConfig` fields to override (e.g. ``refine_steps``), by name.
+        z_range: ``(lo, hi)`` [m] the axial window of the domain (axial coordinates only): one piece of a
+            piecewise network (:class:`contactkit.depth.DepthNetSet`), e.g. a thread's chamfered end on its own.
 
     Raises:
         InvalidInputError: unknown name that is no file; GeometryError: a mesh file that is not a closed solid.
@@ -184,6 +204,8 @@ def part_setup(name: str, *, coordinates: Coordinates | str | None = None, steps
         nodes = None
     else:
         raise InvalidInputError(f"--part {name!r}: not one of {list(PRESETS)} and not a mesh file")
+    if z_range is not None:
+        setup = axial_window(setup, z_range)
     unknown = sorted(set(overrides or {}) - set(TrainConfig.__dataclass_fields__))
     if unknown:
         raise InvalidInputError(f"unknown training settings {unknown}")

@@ -69,6 +69,9 @@ class DepthSet(NamedTuple):
         w1: ``(S, H, H)``; w2: ``(S, H)``; b2: ``(S,)``.
         friction: ``(S,)`` friction coefficient of contacts with each body (before ``friction_scale``).
         key_piece: ``(S,)`` the piece number of each body in the contact keys (after the convex pieces).
+        next_net, prev_net: ``(S,)`` int64, the next / previous network of the same static along its axis (the
+            pieces of a :class:`contactkit.depth.DepthNetSet`), -1 for none. A point on a shared axial end belongs
+            to the lower piece (the upper one's window is open below), as in :func:`contactkit.depth.query`.
     """
 
     nodes: np.ndarray
@@ -90,6 +93,8 @@ class DepthSet(NamedTuple):
     b2: np.ndarray
     friction: np.ndarray
     key_piece: np.ndarray
+    next_net: np.ndarray
+    prev_net: np.ndarray
 
 
 def empty_depth_set(hidden: int = 64) -> DepthSet:
@@ -98,7 +103,7 @@ def empty_depth_set(hidden: int = 64) -> DepthSet:
     return DepthSet(z((0, 3)), z(3), z(3), z(0, np.int64), z((0, 7, 3)), z((0, 4)), z((0, MAX_FEATURES)),
                     z((0, MAX_FEATURES)), z((0, 3)), z((0, 3)), z((0, hidden, MAX_FEATURES)), z((0, hidden)),
                     z((0, hidden, hidden)), z((0, hidden)), z((0, hidden, hidden)), z((0, hidden)), z(0), z(0),
-                    z(0))
+                    z(0), z(0, np.int64), z(0, np.int64))
 
 
 @njit(cache=True)
@@ -151,9 +156,21 @@ def features(ds, s, points, p, f, jac):
 
 @njit(cache=True)
 def inside_domain(ds, s, x, y, z):
-    """Whether world point ``(x, y, z)`` [m] lies in network ``s``'s feature domain ``[lo, hi]`` (where the network
-    answers; elsewhere the static's convex pieces do, :mod:`._kernels_contacts`). The phase features of a helical
-    network always lie in their ``[-1, 1]`` domain, so only ``r`` and ``z`` are tested."""
+    """Whether world point ``(x, y, z)`` [m] lies in the feature domain of network ``s`` or of a later piece of the
+    same static (``next_net``), where the networks answer; elsewhere the static's convex pieces do
+    (:mod:`._kernels_contacts`)."""
+    while s >= 0:
+        if _inside_one(ds, s, x, y, z):
+            return True
+        s = ds.next_net[s]
+    return False
+
+
+@njit(cache=True)
+def _inside_one(ds, s, x, y, z):
+    """Whether world point ``(x, y, z)`` [m] lies in network ``s``'s feature domain ``[lo, hi]`` (the lower axial
+    end open for a piece with a predecessor). The phase features of a helical network always lie in their
+    ``[-1, 1]`` domain, so only ``r`` and ``z`` are tested."""
     fr = ds.frame[s]
     dx0, dx1, dx2 = x - fr[FRAME_ORIGIN, 0], y - fr[FRAME_ORIGIN, 1], z - fr[FRAME_ORIGIN, 2]
     kind = ds.kind[s]
@@ -169,21 +186,24 @@ def inside_domain(ds, s, x, y, z):
     q0, q1, q2 = dx0 - h * a[0], dx1 - h * a[1], dx2 - h * a[2]
     r = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + ds.scalars[s, SCALAR_R_EPS] ** 2)
     last = 1 if kind == KIND_CYLINDRICAL else 3
-    return ds.lo[s, 0] <= r <= ds.hi[s, 0] and ds.lo[s, last] <= h <= ds.hi[s, last]
+    above = ds.lo[s, last] < h if ds.prev_net[s] >= 0 else ds.lo[s, last] <= h
+    return ds.lo[s, 0] <= r <= ds.hi[s, 0] and above and h <= ds.hi[s, last]
 
 
 @njit(cache=True, fastmath=True)
 def _product(a, bt, c):
-    """``c = a @ btᵀ`` for ``a (M, H)``, ``bt (W, H)``: each entry a dot product of two contiguous rows, in blocks of
-    four rows of ``a`` by two rows of ``bt`` (eight sums in registers, each loaded value used two or four times;
-    ``fastmath`` lets each sum be vectorised, so entries differ from a sequential sum by round-off, ~1e-15
-    relative). 1.6–1.8× faster than the four-row outer-product loop it replaces on a 128 × 64 × 64 product
-    (measured, one thread). Not ``np.dot``: numba's goes to BLAS, whose threads on these small products made a
-    step 8 times slower on the shared machine than one thread (measured)."""
+    """``c = a @ btᵀ`` for ``a (M, H)`` with ``M ≥ 4``, ``bt (W, H)`` with ``W`` even: each entry a dot product of
+    two contiguous rows, in blocks of four rows of ``a`` by two rows of ``bt`` (eight sums in registers, each
+    loaded value used two or four times); the last block overlaps the one before when ``M`` is not a multiple of
+    four, so every row is computed by the same instructions wherever it sits (a node's depth does not depend on
+    which nodes share its chunk). ``fastmath`` vectorises each sum: entries differ from a sequential sum by
+    round-off (~1e-15 relative). 1.6–1.8× faster than the four-row outer-product loop it replaces on a
+    128 × 64 × 64 product (measured, one thread). Not ``np.dot``: numba's goes to BLAS, whose threads on these
+    small products made a step 8 times slower on the shared machine than one thread (measured)."""
     m, n, w = a.shape[0], a.shape[1], bt.shape[0]
-    p = 0
-    while p + 4 <= m:
-        for i in range(0, w - 1, 2):
+    for block in range((m + 3) // 4):
+        p = min(4 * block, m - 4)
+        for i in range(0, w, 2):
             s00 = s01 = s10 = s11 = s20 = s21 = s30 = s31 = 0.0
             for j in range(n):
                 y0, y1 = bt[i, j], bt[i + 1, j]
@@ -201,28 +221,25 @@ def _product(a, bt, c):
                 s31 += x * y1
             c[p, i], c[p, i + 1], c[p + 1, i], c[p + 1, i + 1] = s00, s01, s10, s11
             c[p + 2, i], c[p + 2, i + 1], c[p + 3, i], c[p + 3, i + 1] = s20, s21, s30, s31
-        if w % 2:
-            for r in range(4):
-                _dot_row(a, bt, c, p + r, w - 1)
-        p += 4
-    for r in range(p, m):
-        for i in range(w):
-            _dot_row(a, bt, c, r, i)
 
 
-@njit(cache=True, fastmath=True)
-def _dot_row(a, bt, c, p, i):
-    """``c[p, i] = a[p] · bt[i]`` (the edges of :func:`_product`)."""
-    s = 0.0
-    for j in range(a.shape[1]):
-        s += a[p, j] * bt[i, j]
-    c[p, i] = s
+@njit(cache=True)
+def _times_t(a, bt, c):
+    """:func:`_product` ``c = a @ btᵀ`` for any number of rows: fewer than four are zero-padded to a block."""
+    m = a.shape[0]
+    if m >= 4:
+        _product(a, bt, c)
+    elif m > 0:
+        pad, out = np.zeros((4, a.shape[1])), np.empty((4, bt.shape[0]))
+        pad[:m] = a
+        _product(pad, bt, out)
+        c[:m] = out[:m]
 
 
 @njit(cache=True)
 def _forward(ds, s, xhat, h1, h2, out):
     """Hidden layers ``h1, h2 (M, H)`` (written, after the ReLU) and the pre-tanh output ``out (M,)`` (written) of
-    network ``s`` at scaled inputs ``xhat (M, MAX_FEATURES)``; the 64 × 64 layer by :func:`_product`."""
+    network ``s`` at scaled inputs ``xhat (M, MAX_FEATURES)``; the 64 × 64 layer by :func:`_times_t`."""
     w0, b0, b1, w2 = ds.w0[s], ds.b0[s], ds.b1[s], ds.w2[s]
     m, n_hidden = xhat.shape[0], w0.shape[0]
     for p in range(m):
@@ -231,7 +248,7 @@ def _forward(ds, s, xhat, h1, h2, out):
             for i in range(MAX_FEATURES):
                 acc += w0[j, i] * xhat[p, i]
             h1[p, j] = max(acc, 0.0)
-    _product(h1, ds.w1[s], h2)  # h1 W1ᵀ
+    _times_t(h1, ds.w1[s], h2)  # h1 W1ᵀ
     for p in range(m):
         acc = ds.b2[s]
         for j in range(n_hidden):
@@ -244,13 +261,13 @@ def _forward(ds, s, xhat, h1, h2, out):
 @njit(cache=True)
 def _backward(ds, s, h1, h2, slope, g2, g1):
     """``g1 (M, H)`` (written) = ``∂d/∂(W0 x̂ + b0)``: ``slope (M,)`` ``= scale (1 - t²)`` through ``W2``, the
-    ReLU masks and ``W1`` (:func:`_product`); ``g2 (M, H)``: scratch."""
+    ReLU masks and ``W1`` (:func:`_times_t`); ``g2 (M, H)``: scratch."""
     w2 = ds.w2[s]
     m, n_hidden = h1.shape[0], h1.shape[1]
     for p in range(m):
         for j in range(n_hidden):
             g2[p, j] = slope[p] * w2[j] if h2[p, j] > 0.0 else 0.0
-    _product(g2, ds.w1t[s], g1)  # g2 W1
+    _times_t(g2, ds.w1t[s], g1)  # g2 W1
     for p in range(m):
         for j in range(n_hidden):
             if h1[p, j] <= 0.0:
@@ -266,12 +283,15 @@ def evaluate(ds, s, points, depth, grad, below):
     xhat, jac = np.empty((m, MAX_FEATURES)), np.empty((m, MAX_FEATURES, 3))
     inside = np.empty(m, np.bool_)
     lo, hi = ds.lo[s], ds.hi[s]
+    open_below = -1  # the axial feature of a piece with a predecessor: its lower end belongs to that one
+    if ds.prev_net[s] >= 0:
+        open_below = 1 if ds.kind[s] == KIND_CYLINDRICAL else 3
     for p in range(m):
         features(ds, s, points, p, xhat, jac)  # raw features, scaled in place
         ok = True
         for i in range(MAX_FEATURES):
             v = xhat[p, i]
-            ok = ok and lo[i] <= v <= hi[i]
+            ok = ok and lo[i] <= v <= hi[i] and (i != open_below or v > lo[i])
             xhat[p, i] = 2.0 * (v - lo[i]) / (hi[i] - lo[i]) - 1.0
         inside[p] = ok
     h1, h2, out = np.empty((m, n_hidden)), np.empty((m, n_hidden)), np.empty(m)

@@ -1,7 +1,8 @@
 """Which static bodies the engine collides through a learned depth network, and their kernel arrays.
 
-A :class:`~contactkit.scene.StaticBody` whose ``depth_model`` names a depth checkpoint
-(:func:`contactkit.depth.load_depth_net`, refused when its mesh hash differs from the body's part) is collided
+A :class:`~contactkit.scene.StaticBody` whose ``depth_model`` names a depth checkpoint or a piecewise set's
+manifest (:func:`contactkit.depth.load_depth_nets`, refused when its mesh hash differs from the body's part) is
+collided
 by :func:`._kernels_depthnet.depth_contacts` — every surface node of the tool against the network
 (tight-tolerance paper §III-A) — wherever the network answers (inside its training domain), and through its
 convex pieces elsewhere (:func:`piece_networks`; a point outside the domain would otherwise see no contact at
@@ -38,7 +39,7 @@ from contactkit.rotations import quat_to_mat
 from contactkit.scene import Scene
 
 if TYPE_CHECKING:
-    from contactkit.depth import DepthNet
+    from contactkit.depth import DepthNet, DepthNetSet
 
 _KIND = {"cartesian": KIND_CARTESIAN, "cylindrical": KIND_CYLINDRICAL, "helical": KIND_HELICAL}
 """Kernel code of each :class:`contactkit.depth.Coordinates` value."""
@@ -48,25 +49,33 @@ def _kind(net: DepthNet) -> int:
     return _KIND[getattr(net.coordinates, "value", net.coordinates)]
 
 
-def scene_depth_nets(scene: Scene) -> dict[int, DepthNet]:
-    """The depth networks of a scene's statics: ``{static index: net}`` for each static whose ``depth_model``
-    is set (loaded and checked against the static's part by :func:`contactkit.depth.load_depth_net`)."""
+def scene_depth_nets(scene: Scene) -> dict[int, DepthNetSet]:
+    """The depth networks of a scene's statics: ``{static index: net set}`` for each static whose ``depth_model``
+    is set (loaded and checked against the static's part by :func:`contactkit.depth.load_depth_nets`; a single
+    network is a set of one piece)."""
     nets = {}
     for b, static in enumerate(scene.statics):
         path = static.depth_model
         if path is not None:
-            from contactkit.depth import load_depth_net  # torch: imported only by scenes that use a network
+            from contactkit.depth import load_depth_nets  # torch: imported only by scenes that use a network
 
-            nets[b] = load_depth_net(path, static.part)
+            nets[b] = load_depth_nets(path, static.part)
     return nets
 
 
-def piece_networks(nets: Mapping[int, DepthNet], env_body: np.ndarray) -> np.ndarray:
+def _pieces(net: DepthNet | DepthNetSet) -> tuple[DepthNet, ...]:
+    return tuple(getattr(net, "pieces", (net,)))
+
+
+def piece_networks(nets: Mapping[int, DepthNet | DepthNetSet], env_body: np.ndarray) -> np.ndarray:
     """``(E,)`` int64: for each environment piece (``env_body``: its static's index), the index of its static's
-    network in :func:`depth_set`'s order (statics by index), or -1 when its static has none. The engine collides
-    such a piece only outside the network's domain (:mod:`._kernels_contacts`)."""
-    order = {b: s for s, b in enumerate(sorted(nets))}
-    return np.array([order.get(int(b), -1) for b in env_body], dtype=np.int64)
+    first network in :func:`depth_set`'s order (statics by index, each set's pieces along its axis), or -1 when
+    its static has none. The engine collides such a piece only outside every network's domain of that static
+    (:func:`._kernels_depthnet.inside_domain`, :mod:`._kernels_contacts`)."""
+    first, count = {}, 0
+    for b in sorted(nets):
+        first[b], count = count, count + len(_pieces(nets[b]))
+    return np.array([first.get(int(b), -1) for b in env_body], dtype=np.int64)
 
 
 def _r_eps() -> float:
@@ -105,8 +114,8 @@ def _placed(net: DepthNet, pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray
     return frame, scalars
 
 
-def depth_set(scene: Scene, nets: Mapping[int, DepthNet], first_piece: int) -> DepthSet:
-    """The kernel arrays (:class:`~._kernels_depthnet.DepthSet`) of ``nets`` (``{static index: net}``) placed
+def depth_set(scene: Scene, nets: Mapping[int, DepthNet | DepthNetSet], first_piece: int) -> DepthSet:
+    """The kernel arrays (:class:`~._kernels_depthnet.DepthSet`) of ``nets`` (``{static index: net or set}``) placed
     at their statics' world poses, with the tool's mesh vertices (tool frame [m]) as nodes; the friction of a
     body's contacts is ``max(tool.friction, static.friction)`` (as :class:`contactkit.collision.CollisionWorld`).
 
@@ -123,22 +132,27 @@ def depth_set(scene: Scene, nets: Mapping[int, DepthNet], first_piece: int) -> D
     return placed_depth_set(placed, scene.tool.part.vertices, first_piece)
 
 
-def placed_depth_set(placed: Sequence[tuple[DepthNet, np.ndarray, np.ndarray, float]], nodes: np.ndarray,
-                     first_piece: int = 0) -> DepthSet:
+def placed_depth_set(placed: Sequence[tuple[DepthNet | DepthNetSet, np.ndarray, np.ndarray, float]],
+                     nodes: np.ndarray, first_piece: int = 0) -> DepthSet:
     """The :class:`~._kernels_depthnet.DepthSet` of networks placed in the world.
 
     Args:
-        placed: per network ``(net, pos (3,) [m], quat (4,) wxyz, friction)``: its static part's world pose
-            and the friction coefficient of its contacts.
+        placed: per static ``(net, pos (3,) [m], quat (4,) wxyz, friction)``: its network or piecewise set (each
+            piece one kernel network, chained by ``next_net`` / ``prev_net``), its static part's world pose and the
+            friction coefficient of its contacts.
         nodes: ``(N, 3)`` the tool's surface nodes, tool frame [m] (duplicates are dropped).
         first_piece: key number of the first network.
     """
     if not placed:
         return empty_depth_set()
+    chains = [len(_pieces(net)) for net, *_ in placed]
+    placed = [(piece, pos, quat, friction) for net, pos, quat, friction in placed for piece in _pieces(net)]
     hidden = {net.weights[0].shape[0] for net, *_ in placed}
     if len(hidden) != 1:
         raise InvalidInputError(f"depth networks of one scene must share their hidden size, got {sorted(hidden)}")
     n_hidden = hidden.pop()
+    if n_hidden % 2:
+        raise InvalidInputError(f"the depth kernel needs an even hidden size, got {n_hidden}")
     arrays = {name: [] for name in ("kind", "frame", "scalars", "lo", "hi", "box_lo", "box_hi", "w0", "b0",
                                     "w1t", "b1", "w1", "w2", "b2", "friction")}
     for net, pos, quat, friction in placed:
@@ -158,5 +172,12 @@ def placed_depth_set(placed: Sequence[tuple[DepthNet, np.ndarray, np.ndarray, fl
     nodes = np.unique(np.asarray(nodes, dtype=np.float64).reshape(-1, 3), axis=0)
     stacked = {name: np.ascontiguousarray(np.array(v)) for name, v in arrays.items()}
     stacked["kind"] = stacked["kind"].astype(np.int64)
+    next_net, prev_net = np.full(len(placed), -1, np.int64), np.full(len(placed), -1, np.int64)
+    start = 0
+    for n in chains:
+        next_net[start:start + n - 1] = np.arange(start + 1, start + n)
+        prev_net[start + 1:start + n] = np.arange(start, start + n - 1)
+        start += n
     return DepthSet(nodes=np.ascontiguousarray(nodes), node_lo=nodes.min(axis=0), node_hi=nodes.max(axis=0),
-                    key_piece=np.arange(first_piece, first_piece + len(placed), dtype=np.float64), **stacked)
+                    key_piece=np.arange(first_piece, first_piece + len(placed), dtype=np.float64),
+                    next_net=next_net, prev_net=prev_net, **stacked)

@@ -48,7 +48,7 @@ import coal
 import numpy as np
 import torch
 
-from contactkit.depth import ACCURACY_BAND, DepthNet, detect, load_depth_net, query
+from contactkit.depth import ACCURACY_BAND, DepthNetSet, depth_net_files, detect, load_depth_nets, query
 from contactkit.engine.params import EngineParams
 from contactkit.errors import CheckpointError, ResultStoreError
 from contactkit.eval import paper_quotes, progress
@@ -198,7 +198,7 @@ def _best(call, repeats: int) -> tuple[float, object]:
     return best, out
 
 
-def time_task(task: Task, net: DepthNet, poses: PoseSet, repeats: int, device: str) -> dict:
+def time_task(task: Task, net: DepthNetSet, poses: PoseSet, repeats: int, device: str) -> dict:
     """Per-pose best times [s] of both sides, the learned contacts and COAL's contact counts (module docstring)."""
     nodes = np.ascontiguousarray(task.moving.vertices)
     sp, sq = STATIC_POSE
@@ -235,7 +235,7 @@ def time_task(task: Task, net: DepthNet, poses: PoseSet, repeats: int, device: s
     return out
 
 
-def depth_errors(task: Task, net: DepthNet, poses: PoseSet, contacts: list) -> dict:
+def depth_errors(task: Task, net: DepthNetSet, poses: PoseSet, contacts: list) -> dict:
     """``|d_net − d_exact|`` [m] over the returned nodes and the band nodes of every pose (module docstring),
     with where the largest error was (static part frame, and the exact signed distance there)."""
     errors, at_contacts, missed, candidates, worst = [], [], 0, [], {"err": -1.0}
@@ -290,7 +290,7 @@ def agreement(poses: PoseSet, learned_hit: np.ndarray, coal_hit: np.ndarray) -> 
 
 def measure(task: Task, n: int, repeats: int, device: str, rng: np.random.Generator) -> dict:
     """All numbers of one task (module docstring)."""
-    net = load_depth_net(task.net, task.static)
+    net = load_depth_nets(task.net, task.static)
     poses = task.poses(n, rng)
     timed = time_task(task, net, poses, repeats, device)
     learned = _ms(timed["learned"])
@@ -342,7 +342,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", hole_net: str | None = 
         "coal_request": {"flag": "CONTACT", "num_max_contacts": COAL_MAX_CONTACTS, "enable_contact": True,
                          "security_margin_m": MARGIN_M, "bvh": "BVHModelOBBRSS"},
         "static_pose": {"pos": STATIC_POSE[0].tolist(), "quat": STATIC_POSE[1].tolist()},
-        "checkpoints": [str(t.net) for t in chosen],
+        "checkpoints": [str(f) for t in chosen for f in depth_net_files(t.net)],
         "quick": quick,
     }
 
