@@ -198,7 +198,7 @@ def test_bad_files_are_refused_by_name(name):
 
 
 def test_a_depth_network_file_is_not_a_clustering(tmp_path, task):
-    save_depth_net(task.depth_net, tmp_path / "d.safetensors")
+    save_depth_net(task.depth_net.pieces[0], tmp_path / "d.safetensors")
     with pytest.raises(CheckpointError, match="not a contactkit clustering network"):
         load_clustering(tmp_path / "d.safetensors")
     with pytest.raises(CheckpointError, match="cannot be read"):

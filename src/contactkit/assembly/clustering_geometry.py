@@ -20,7 +20,7 @@ from scipy.spatial import cKDTree
 
 from contactkit.assembly.task import AssemblyTask
 from contactkit.depth import NodeContacts
-from contactkit.engine._kernels_depthnet import depth_at
+from contactkit.engine._kernels_depthnet import depth_at_any
 from contactkit.rotations import quat_to_mat
 from contactkit.state import BodyState
 
@@ -120,7 +120,8 @@ def contact_neighbours(task: AssemblyTask, contacts: NodeContacts, state: BodySt
 
 @functools.lru_cache(maxsize=8)
 def _depth_set(task: AssemblyTask):
-    """The engine's float64 kernel arrays of the task's depth network, placed at the world origin."""
+    """The engine's float64 kernel arrays of the task's depth network (every piece of its set), placed at the world
+    origin."""
     from contactkit.engine.depth_contacts import placed_depth_set
 
     return placed_depth_set([(task.depth_net, np.zeros(3), np.array([1.0, 0, 0, 0]), task.friction)], task.nodes)
@@ -184,7 +185,7 @@ def _newton_kernel(ds, y, dist, steps, tol, ok):
     m = y.shape[0]
     d, g = np.empty(m), np.empty((m, 3))
     for _ in range(steps):
-        depth_at(ds, 0, y, d, g)
+        depth_at_any(ds, y, d, g)
         done = True
         for p in range(m):
             if not (np.isfinite(d[p]) and abs(d[p] - dist[p]) < tol):
@@ -196,6 +197,6 @@ def _newton_kernel(ds, y, dist, steps, tol, ok):
                 err = d[p] - dist[p]
                 for c in range(3):
                     y[p, c] = y[p, c] - err * g[p, c]
-    depth_at(ds, 0, y, d, g)
+    depth_at_any(ds, y, d, g)
     for p in range(m):
         ok[p] = np.isfinite(d[p]) and abs(d[p] - dist[p]) < tol

@@ -35,10 +35,11 @@ class _Detector:
 
 @lru_cache(maxsize=16)
 def _detector(task: AssemblyTask) -> _Detector:
-    net = task.depth_net
-    if net is None:
+    net_set = task.depth_net
+    if net_set is None:
         raise InvalidInputError(f"task {task.name!r} has no depth network: the simulator detects with it")
-    ds = placed_depth_set([(net, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), task.friction)], task.nodes)
+    ds = placed_depth_set([(net_set, np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]), task.friction)], task.nodes)
+    net = net_set.pieces[0]  # every piece shares the frame
     if net.coordinates is Coordinates.CARTESIAN:
         return _Detector(ds, np.zeros(3), np.zeros(3), np.inf)
     origin, axis = np.asarray(net.origin, np.float64), np.asarray(net.axis, np.float64)
@@ -52,12 +53,12 @@ def _world_nodes(task: AssemblyTask, state: BodyState) -> np.ndarray:
 
 
 @njit(cache=True)
-def _evaluate_chunks(ds, pts, depth, grad, margin):
+def _evaluate_chunks(ds, s, pts, depth, grad, margin):
     """The engine's depth kernel over ``pts (M, 3)`` in chunks of :data:`CHUNK` nodes: the hidden layers of a chunk
     stay in the cache (measured on the 4,148 nut nodes: 3.0 ms in chunks of 128, 6.1 ms all at once)."""
     for c in range(0, pts.shape[0], CHUNK):
         e = min(pts.shape[0], c + CHUNK)
-        evaluate(ds, 0, pts[c:e], depth[c:e], grad[c:e], margin)
+        evaluate(ds, s, pts[c:e], depth[c:e], grad[c:e], margin)
 
 
 def learned_depth(task: AssemblyTask, points: np.ndarray, below: float) -> tuple[np.ndarray, np.ndarray]:
@@ -73,21 +74,22 @@ def learned_depth(task: AssemblyTask, points: np.ndarray, below: float) -> tuple
     ds = det.ds
     points = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
     r2 = (det.radius + max(below, 0.0)) ** 2 if np.isfinite(det.radius) and np.isfinite(below) else np.inf
-    depth, normals = np.empty(len(points)), np.empty((len(points), 3))
-    _depth_kernel(ds, points, ds.box_lo[0], ds.box_hi[0], det.origin, det.axis, r2, float(below), depth, normals)
+    depth, normals = np.full(len(points), np.inf), np.zeros((len(points), 3))
+    for s in range(len(ds.kind)):  # the pieces of a set: disjoint domains, each point answered once
+        _depth_kernel(ds, s, points, ds.box_lo[s], ds.box_hi[s], det.origin, det.axis, r2, float(below), depth,
+                      normals)
     return depth, normals
 
 
 @njit(cache=True)
-def _depth_kernel(ds, points, lo, hi, origin, axis, r2, below, depth, normals):
-    """:func:`learned_depth` in one pass (writes ``depth (M,)``, ``normals (M, 3)``): the broad phase (domain box,
-    radius about the axis: ``|rel − (rel·a) a|² < r2``), the depth kernel over the candidates, the scatter."""
+def _depth_kernel(ds, s, points, lo, hi, origin, axis, r2, below, depth, normals):
+    """:func:`learned_depth` for network ``s`` in one pass (writes ``depth (M,)``, ``normals (M, 3)`` where the
+    network answers; the caller fills them with ``inf`` and zero first): the broad phase (domain box, radius about
+    the axis: ``|rel − (rel·a) a|² < r2``), the depth kernel over the candidates, the scatter."""
     m = points.shape[0]
     cand = np.empty(m, np.int64)
     n = 0
     for p in range(m):
-        depth[p] = np.inf
-        normals[p, 0], normals[p, 1], normals[p, 2] = 0.0, 0.0, 0.0
         x, y, z = points[p, 0], points[p, 1], points[p, 2]
         if not (lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1] and lo[2] <= z <= hi[2]):
             continue
@@ -101,9 +103,11 @@ def _depth_kernel(ds, points, lo, hi, origin, axis, r2, below, depth, normals):
         n += 1
     sub = np.empty(n)
     grad = np.empty((n, 3))
-    _evaluate_chunks(ds, points[cand[:n]], sub, grad, below)
+    _evaluate_chunks(ds, s, points[cand[:n]], sub, grad, below)
     for q in range(n):
         p = cand[q]
+        if not np.isfinite(sub[q]):
+            continue  # outside this piece's domain (another piece may answer)
         norm = math.sqrt(grad[q, 0] ** 2 + grad[q, 1] ** 2 + grad[q, 2] ** 2)
         ok = norm > MIN_GRADIENT
         if ok or sub[q] > below:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contactkit.depth import DepthNet, load_depth_net
+from contactkit.depth import DepthNet, DepthNetSet, load_depth_nets
 from contactkit.engine.reference import RigidBody
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part
@@ -61,7 +61,8 @@ class AssemblyTask:
         body: the tool's mass properties (:class:`RigidBody`, COM in the body frame).
         friction: Coulomb μ between the parts.
         nodes: ``(N, 3)`` the tool's surface nodes, body frame [m] (its unique mesh vertices).
-        depth_net: the static part's learned signed distance (§III-A), or None where only the exact one is used.
+        depth_net: the static part's learned signed distance (§III-A) as a :class:`DepthNetSet` (a single
+            :class:`DepthNet` given is made a set of one piece), or None where only the exact one is used.
         clearance: [m] radial clearance of the fit (peg: (D_hole − D_peg)/2; bolt: play/2).
         axis_height: [m] z of the static part's mating end (hole opening / bolt top), world frame.
         pitch: [m] thread pitch (bolting; 0 for the peg).
@@ -74,10 +75,14 @@ class AssemblyTask:
     body: RigidBody
     friction: float
     nodes: np.ndarray
-    depth_net: DepthNet | None
+    depth_net: DepthNetSet | None
     clearance: float
     axis_height: float
     pitch: float = 0.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.depth_net, DepthNet):
+            object.__setattr__(self, "depth_net", DepthNetSet((self.depth_net,)))
 
 
 def _body(part: Part, density: float) -> RigidBody:
@@ -93,14 +98,15 @@ def _nodes(part: Part) -> np.ndarray:
     return nodes
 
 
-def _net(path: str | Path | None, static: Part, kind: AssemblyKind) -> DepthNet | None:
+def _net(path: str | Path | None, static: Part, kind: AssemblyKind) -> DepthNetSet | None:
+    """The network file or piecewise set's manifest at ``path`` (:func:`contactkit.depth.load_depth_nets`)."""
     if path is None:
         return None
     p = Path(path)
     if not p.is_file():
         raise InvalidInputError(f"{kind.value}: depth network {str(p)!r} not found (train one with "
                                 f"`contactkit learn depth`, or pass depth_net=None for exact distances only)")
-    return load_depth_net(p, static)
+    return load_depth_nets(p, static)
 
 
 def peg_in_hole_task(*, depth_net: str | Path | None = DEFAULT_NETS["peg-in-hole"]) -> AssemblyTask:

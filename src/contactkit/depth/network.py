@@ -131,6 +131,11 @@ class DepthNetSet:
         return self.pieces[0].part_name
 
     @property
+    def mesh_sha256(self) -> str:
+        """The sha256 of the part's mesh (all pieces')."""
+        return self.pieces[0].mesh_sha256
+
+    @property
     def coordinates(self) -> Coordinates:
         """The pieces' coordinates."""
         return self.pieces[0].coordinates

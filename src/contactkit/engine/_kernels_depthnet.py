@@ -341,6 +341,25 @@ def depth_at(ds, s, points, depth, normals):
 
 
 @njit(cache=True)
+def depth_at_any(ds, points, depth, normals):
+    """:func:`depth_at` over every network of ``ds``: each point answered by the network whose domain holds it
+    (the pieces of a :class:`contactkit.depth.DepthNetSet` have disjoint domains; the first network in ``ds``'s
+    order otherwise), ``inf`` and a zero normal where none does. Every point goes through every network: for a
+    few points (Newton steps), not for a tool's nodes."""
+    m = points.shape[0]
+    d, g = np.empty(m), np.empty((m, 3))
+    for p in range(m):
+        depth[p] = np.inf
+        normals[p, 0], normals[p, 1], normals[p, 2] = 0.0, 0.0, 0.0
+    for s in range(ds.kind.shape[0]):
+        depth_at(ds, s, points, d, g)
+        for p in range(m):
+            if np.isfinite(d[p]) and not np.isfinite(depth[p]):
+                depth[p] = d[p]
+                normals[p, 0], normals[p, 1], normals[p, 2] = g[p, 0], g[p, 1], g[p, 2]
+
+
+@njit(cache=True)
 def _boxes_meet(ds, s, lo, hi):
     for a in range(3):
         if lo[a] > ds.box_hi[s, a] or hi[a] < ds.box_lo[s, a]:
