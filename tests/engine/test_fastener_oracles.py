@@ -39,7 +39,7 @@ from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLE_NET = Path(os.environ.get("CONTACTKIT_TEST_HOLE_NET", ROOT / "models/depth-paper-hole/hole.safetensors"))
-BOLT_NET = Path(os.environ.get("CONTACTKIT_TEST_BOLT_NET", ROOT / "models/depth-m48-bolt/bolt.safetensors"))
+BOLT_NET = Path(os.environ.get("CONTACTKIT_TEST_BOLT_NET", ROOT / "models/depth-m48-bolt/pieces/bolt.json"))
 SLOP = EngineParams().correction_slop
 HOLE_NODE_TOL = 6.5e-6 + SLOP
 """[m] penetration allowed to the peg's nodes (module docstring)."""

@@ -136,7 +136,7 @@ def test_default_networks_are_the_committed_files_of_the_source_checkout(tmp_pat
     from contactkit.eval.store import source_root
 
     monkeypatch.chdir(tmp_path)
-    assert bench._net_path(None, "bolting") == source_root() / "models/depth-m48-bolt/bolt.safetensors"
+    assert bench._net_path(None, "bolting") == source_root() / "models/depth-m48-bolt/pieces/bolt.json"
     monkeypatch.chdir(source_root())
     assert bench._net_path(None, "peg-in-hole") == Path("models/depth-paper-hole/hole.safetensors")
     assert bench._net_path("elsewhere/x.safetensors", "bolting") == Path("elsewhere/x.safetensors")

@@ -70,7 +70,7 @@ def test_bolting_scene_pieces_network_mass_and_free_bore(nut_on_bolt):
     tool, (bolt,) = nut_on_bolt.tool, nut_on_bolt.statics
     nut = tool.part
     assert len(nut.pieces) >= 4 and len(bolt.part.pieces) == 1
-    assert bolt.depth_model.endswith("models/depth-m48-bolt/bolt.safetensors")
+    assert bolt.depth_model.endswith("models/depth-m48-bolt/pieces/bolt.json")
     m = nut.meta
     hexagon = math.sqrt(3.0) / 2.0 * m["across_flats"] ** 2
     heavy = STEEL_DENSITY * m["thickness"] * (hexagon - math.pi * m["minor_radius"] ** 2)

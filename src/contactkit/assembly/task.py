@@ -23,6 +23,7 @@ from contactkit.depth import DepthNet, DepthNetSet, load_depth_nets
 from contactkit.engine.reference import RigidBody
 from contactkit.errors import InvalidInputError
 from contactkit.geometry.part import Part
+from contactkit.tasks.assembly_scenes import BOLT_NET, HOLE_NET
 
 ALUMINIUM_DENSITY = 2700.0
 """[kg/m³] the paper's peg and hole (§V-A)."""
@@ -36,11 +37,9 @@ REFERENCE_DT = 1e-3
 """[s] step of the high-fidelity reference simulation (issue 17, part 1)."""
 SIM_DT = 1e-2
 """[s] step of the data-driven simulator (paper §V-D: 10 ms integration step)."""
-DEFAULT_NETS = {
-    "peg-in-hole": Path("models/depth-paper-hole/hole.safetensors"),
-    "bolting": Path("models/depth-m48-bolt/bolt.safetensors"),
-}
-"""Committed depth networks of the static parts, relative to the repository root."""
+DEFAULT_NETS = {"peg-in-hole": HOLE_NET, "bolting": BOLT_NET}
+"""Committed depth networks of the static parts, relative to the repository root (the engine scenes' own,
+:mod:`contactkit.tasks.assembly_scenes`)."""
 
 
 class AssemblyKind(str, Enum):

@@ -31,7 +31,7 @@ import torch
 
 from contactkit.depth.coordinates import SymmetryFrame, features_numpy, frame_points
 from contactkit.depth.mining import MateSampler, mate_samples, mined_samples, warm_start
-from contactkit.depth.network import HIDDEN, DepthNet, mlp, query
+from contactkit.depth.network import HIDDEN, DepthNet, DepthNetSet, mlp, query
 from contactkit.depth.refine import LOSS_UNIT, _loss, refine
 from contactkit.depth.sampling import OFFSET_SCALES, edge_samples, profile_samples, surface_samples
 from contactkit.devices import check_device
@@ -329,18 +329,21 @@ def _init_weights(x: torch.Tensor, near: np.ndarray, gen: torch.Generator,
     return [p.requires_grad_(True) for p in params]
 
 
-def band_samples(part: Part, net: DepthNet, n: int, band: float, rng: np.random.Generator) -> np.ndarray:
-    """Up to ``n`` points within ``±band`` [m] of the surface and inside the network's padded domain: surface
-    points moved along the face normal by a uniform offset in ``[−band, band]``, kept where the exact
-    |d| ≤ band (drawn from up to 4 n candidates)."""
-    setup = DepthSetup(net.frame, net.feature_lo, net.feature_hi, net.depth_scale)
+def band_samples(part: Part, net: DepthNet | DepthNetSet, n: int, band: float,
+                 rng: np.random.Generator) -> np.ndarray:
+    """Up to ``n`` points within ``±band`` [m] of the surface and inside the network's padded domain (of any piece
+    of a :class:`DepthNetSet`): surface points moved along the face normal by a uniform offset in
+    ``[−band, band]``, kept where the exact |d| ≤ band (drawn from up to 4 n candidates)."""
     p, nrm = surface_samples(part, 4 * n, rng)
     p = p + nrm * rng.uniform(-band, band, 4 * n)[:, None]
-    p = p[in_domain(setup, p)][:n]
+    inside = np.zeros(len(p), dtype=bool)
+    for piece in getattr(net, "pieces", (net,)):
+        inside |= in_domain(DepthSetup(piece.frame, piece.feature_lo, piece.feature_hi, piece.depth_scale), p)
+    p = p[inside][:n]
     return p[np.abs(signed_distance(part, p)) <= band]
 
 
-def accuracy(net: DepthNet, part: Part, rng: np.random.Generator, n: int = 20_000,
+def accuracy(net: DepthNet | DepthNetSet, part: Part, rng: np.random.Generator, n: int = 20_000,
              band: float = ACCURACY_BAND, points: np.ndarray | None = None, *,
              device: torch.device | str = "cpu") -> dict:
     """Error of ``net`` against the exact signed distance of ``part``, in µm, on points within ±band [m].

@@ -48,6 +48,7 @@ import coal
 import numpy as np
 import torch
 
+from contactkit.assembly.task import DEFAULT_NETS as ASSEMBLY_NETS
 from contactkit.depth import ACCURACY_BAND, DepthNetSet, depth_net_files, detect, load_depth_nets, query
 from contactkit.engine.params import EngineParams
 from contactkit.errors import CheckpointError, ResultStoreError
@@ -95,9 +96,9 @@ DEPTH_BAR_FRACTION = 0.2
 STATIC_POSE = (np.array([0.45, -0.12, 0.02]), rotvec_to_quat(np.array([0.0, 0.0, 0.3])))
 """World pose ``(pos [m], quat wxyz)`` of the static part in every task."""
 
-DEFAULT_NETS = {"peg-in-hole": Path("models/depth-paper-hole/hole.safetensors"),
-                "bolting": Path("models/depth-m48-bolt/bolt.safetensors")}
-"""Committed networks of the static parts, relative to the source checkout's root."""
+DEFAULT_NETS = ASSEMBLY_NETS
+"""Committed networks of the static parts, relative to the source checkout's root (the bolt's a piecewise set's
+manifest)."""
 
 WIDENING_OPTIONS = frozenset({"hole_net", "bolt_net"})
 """Options that choose a network without cutting the run (the harness records each network's sha256)."""

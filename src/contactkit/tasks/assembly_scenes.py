@@ -78,8 +78,9 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 """The repository root (where ``models/`` lies in a source checkout)."""
 HOLE_NET = Path("models/depth-paper-hole/hole.safetensors")
 """Committed depth network of the paper's hole, relative to the repository root."""
-BOLT_NET = Path("models/depth-m48-bolt/bolt.safetensors")
-"""Committed depth network of the M48×5 bolt, relative to the repository root."""
+BOLT_NET = Path("models/depth-m48-bolt/pieces/bolt.json")
+"""Committed depth network of the M48×5 bolt, relative to the repository root: a piecewise set of three networks
+(:class:`contactkit.depth.DepthNetSet`: cut bottom, thread, chamfered top; models/depth-m48-bolt/pieces/README.md)."""
 PEG_ENGAGED = 2e-3
 """[m] how far the peg's tip starts below the hole's opening (the 0.5 mm chamfer and 1.5 mm of full section)."""
 PEG_MIN_ENGAGED = 1e-3
