@@ -107,17 +107,18 @@ def empty_depth_set(hidden: int = 64) -> DepthSet:
 
 
 @njit(cache=True)
-def features(ds, s, points, p, f, jac):
-    """Features ``f[p] (MAX_FEATURES,)`` (written, zero-padded) of world point ``points[p] (3,)`` for network ``s``
-    and their Jacobian ``jac[p] (MAX_FEATURES, 3)`` (written) with respect to it (module docstring). Rows by index,
-    not views: a view per point made this loop 6× slower (0.58 against 0.09 ms for 2,562 nodes, measured)."""
-    fr = ds.frame[s]
+def features(fr, kind, scalars, points, p, f, jac):
+    """Features ``f[p] (MAX_FEATURES,)`` (written, zero-padded) of world point ``points[p] (3,)`` for a network of
+    kernel code ``kind`` with frame rows ``fr (7, 3)`` and scalars ``(4,)`` (one network's rows of
+    :class:`DepthSet`) and their Jacobian ``jac[p] (MAX_FEATURES, 3)`` (written) with respect to it (module
+    docstring). Rows by index, not views, and the network's own rows, not the whole :class:`DepthSet` (passed by
+    value per call: a set with two more fields made the loop 1.6× slower): a view per point made it 6× slower
+    (0.58 against 0.09 ms for 2,562 nodes, measured)."""
     dx0, dx1, dx2 = points[p, 0] - fr[FRAME_ORIGIN, 0], points[p, 1] - fr[FRAME_ORIGIN, 1], \
         points[p, 2] - fr[FRAME_ORIGIN, 2]
     for i in range(MAX_FEATURES):
         f[p, i] = 0.0
         jac[p, i, 0], jac[p, i, 1], jac[p, i, 2] = 0.0, 0.0, 0.0
-    kind = ds.kind[s]
     if kind == KIND_CARTESIAN:
         for i in range(3):
             row = FRAME_BASIS + i
@@ -127,7 +128,7 @@ def features(ds, s, points, p, f, jac):
     a0, a1, a2 = fr[FRAME_AXIS, 0], fr[FRAME_AXIS, 1], fr[FRAME_AXIS, 2]
     z = a0 * dx0 + a1 * dx1 + a2 * dx2
     q0, q1, q2 = dx0 - z * a0, dx1 - z * a1, dx2 - z * a2
-    eps = ds.scalars[s, SCALAR_R_EPS]
+    eps = scalars[SCALAR_R_EPS]
     r = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + eps * eps)
     f[p, 0] = r
     jac[p, 0, 0], jac[p, 0, 1], jac[p, 0, 2] = q0 / r, q1 / r, q2 / r
@@ -141,8 +142,8 @@ def features(ds, s, points, p, f, jac):
     s1 = q0 * e0 + q1 * e1 + q2 * e2
     s2 = q0 * b0 + q1 * b1 + q2 * b2
     rho2 = s1 * s1 + s2 * s2
-    hand = ds.scalars[s, SCALAR_HAND]
-    wave = 2.0 * math.pi / ds.scalars[s, SCALAR_PITCH]
+    hand = scalars[SCALAR_HAND]
+    wave = 2.0 * math.pi / scalars[SCALAR_PITCH]
     phi = wave * z - hand * math.atan2(s2, s1)
     c, sn = math.cos(phi), math.sin(phi)
     f[p, 1], f[p, 2] = c, sn
@@ -159,35 +160,35 @@ def inside_domain(ds, s, x, y, z):
     """Whether world point ``(x, y, z)`` [m] lies in the feature domain of network ``s`` or of a later piece of the
     same static (``next_net``), where the networks answer; elsewhere the static's convex pieces do
     (:mod:`._kernels_contacts`)."""
+    frame, kind, scalars, lo, hi, next_net, prev_net = ds.frame, ds.kind, ds.scalars, ds.lo, ds.hi, ds.next_net, \
+        ds.prev_net
     while s >= 0:
-        if _inside_one(ds, s, x, y, z):
+        if _inside_one(frame[s], kind[s], scalars[s], lo[s], hi[s], prev_net[s] >= 0, x, y, z):
             return True
-        s = ds.next_net[s]
+        s = next_net[s]
     return False
 
 
 @njit(cache=True)
-def _inside_one(ds, s, x, y, z):
-    """Whether world point ``(x, y, z)`` [m] lies in network ``s``'s feature domain ``[lo, hi]`` (the lower axial
-    end open for a piece with a predecessor). The phase features of a helical network always lie in their
-    ``[-1, 1]`` domain, so only ``r`` and ``z`` are tested."""
-    fr = ds.frame[s]
+def _inside_one(fr, kind, scalars, lo, hi, open_below, x, y, z):
+    """Whether world point ``(x, y, z)`` [m] lies in one network's feature domain ``[lo, hi]`` (its rows of
+    :class:`DepthSet`; the lower axial end open when ``open_below``: a piece with a predecessor). The phase features
+    of a helical network always lie in their ``[-1, 1]`` domain, so only ``r`` and ``z`` are tested."""
     dx0, dx1, dx2 = x - fr[FRAME_ORIGIN, 0], y - fr[FRAME_ORIGIN, 1], z - fr[FRAME_ORIGIN, 2]
-    kind = ds.kind[s]
     if kind == KIND_CARTESIAN:
         for i in range(3):
             row = FRAME_BASIS + i
             f = fr[row, 0] * dx0 + fr[row, 1] * dx1 + fr[row, 2] * dx2
-            if f < ds.lo[s, i] or f > ds.hi[s, i]:
+            if f < lo[i] or f > hi[i]:
                 return False
         return True
-    a = fr[FRAME_AXIS]
-    h = a[0] * dx0 + a[1] * dx1 + a[2] * dx2
-    q0, q1, q2 = dx0 - h * a[0], dx1 - h * a[1], dx2 - h * a[2]
-    r = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + ds.scalars[s, SCALAR_R_EPS] ** 2)
+    a0, a1, a2 = fr[FRAME_AXIS, 0], fr[FRAME_AXIS, 1], fr[FRAME_AXIS, 2]
+    h = a0 * dx0 + a1 * dx1 + a2 * dx2
+    q0, q1, q2 = dx0 - h * a0, dx1 - h * a1, dx2 - h * a2
+    r = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + scalars[SCALAR_R_EPS] ** 2)
     last = 1 if kind == KIND_CYLINDRICAL else 3
-    above = ds.lo[s, last] < h if ds.prev_net[s] >= 0 else ds.lo[s, last] <= h
-    return ds.lo[s, 0] <= r <= ds.hi[s, 0] and above and h <= ds.hi[s, last]
+    above = lo[last] < h if open_below else lo[last] <= h
+    return lo[0] <= r <= hi[0] and above and h <= hi[last]
 
 
 @njit(cache=True, fastmath=True)
@@ -286,12 +287,14 @@ def evaluate(ds, s, points, depth, grad, below):
     open_below = -1  # the axial feature of a piece with a predecessor: its lower end belongs to that one
     if ds.prev_net[s] >= 0:
         open_below = 1 if ds.kind[s] == KIND_CYLINDRICAL else 3
+    fr, kind, scalars = ds.frame[s], ds.kind[s], ds.scalars[s]
     for p in range(m):
-        features(ds, s, points, p, xhat, jac)  # raw features, scaled in place
-        ok = True
+        features(fr, kind, scalars, points, p, xhat, jac)  # raw features, scaled in place
+        ok = not (open_below >= 0 and xhat[p, open_below] <= lo[open_below])
         for i in range(MAX_FEATURES):
             v = xhat[p, i]
-            ok = ok and lo[i] <= v <= hi[i] and (i != open_below or v > lo[i])
+            if v < lo[i] or v > hi[i]:
+                ok = False
             xhat[p, i] = 2.0 * (v - lo[i]) / (hi[i] - lo[i]) - 1.0
         inside[p] = ok
     h1, h2, out = np.empty((m, n_hidden)), np.empty((m, n_hidden)), np.empty(m)
