@@ -143,3 +143,11 @@ def test_a_manifest_of_overlapping_pieces_is_refused_when_written(tmp_path):
     paths = _write(tmp_path, (piece(0.0, 0.02, 1), piece(0.01, 0.03, 2)))
     with pytest.raises(CheckpointError, match="overlap"):
         save_depth_net_set(paths, tmp_path / "part.json")
+
+
+def test_a_manifest_for_another_part_is_refused(tmp_path):
+    from contactkit.geometry import box
+
+    manifest = save_depth_net_set(_write(tmp_path, three()), tmp_path / "part.json")
+    with pytest.raises(CheckpointError, match="trained on mesh"):
+        load_depth_nets(manifest, box((0.01, 0.01, 0.01)))
