@@ -50,7 +50,7 @@ def _cross(a, b, out):
 @njit(cache=True)
 def _matvec(m, v, out, transpose):
     """``out = m v`` (or ``mᵀ v``) by plain loops (numba's ``@`` calls BLAS, whose threads cost more than these
-    small products on a shared machine: see :func:`contactkit.engine._kernels_depthnet._product`)."""
+    small products on a shared machine: see :func:`contactkit.engine._kernels_mlp._product`)."""
     out[:] = 0.0
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
