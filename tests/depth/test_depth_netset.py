@@ -151,3 +151,25 @@ def test_a_manifest_for_another_part_is_refused(tmp_path):
     manifest = save_depth_net_set(_write(tmp_path, three()), tmp_path / "part.json")
     with pytest.raises(CheckpointError, match="trained on mesh"):
         load_depth_nets(manifest, box((0.01, 0.01, 0.01)))
+
+
+def test_an_axial_window_replaces_only_the_axial_bounds_and_refuses_what_it_cannot_be():
+    from contactkit.cli.learn_depth import _pair
+    from contactkit.depth.coordinates import make_frame
+    from contactkit.depth.presets import axial_window
+    from contactkit.depth.training import DepthSetup
+
+    helical = DepthSetup(make_frame(Coordinates.HELICAL, pitch=0.005), np.array([0.02, -1.0, -1.0, 0.0]),
+                         np.array([0.026, 1.0, 1.0, 0.063]), 0.01)
+    window = axial_window(helical, (0.054, 0.063))
+    np.testing.assert_array_equal(window.feature_lo, [0.02, -1.0, -1.0, 0.054])
+    np.testing.assert_array_equal(window.feature_hi, helical.feature_hi)
+    cartesian = DepthSetup(make_frame(Coordinates.CARTESIAN), np.zeros(3), np.ones(3), 0.01)
+    with pytest.raises(InvalidInputError, match="cylindrical or helical"):
+        axial_window(cartesian, (0.0, 0.01))
+    for bad in ((0.01, 0.01), (0.0, float("nan"))):
+        with pytest.raises(InvalidInputError, match="lo < hi"):
+            axial_window(helical, bad)
+    assert _pair("0.0,0.006", "--z-range") == (0.0, 0.006)
+    with pytest.raises(InvalidInputError, match="--z-range takes LO,HI"):
+        _pair("6mm", "--z-range")

@@ -2,8 +2,7 @@
 
 A :class:`~contactkit.scene.StaticBody` whose ``depth_model`` names a depth checkpoint or a piecewise set's
 manifest (:func:`contactkit.depth.load_depth_nets`, refused when its mesh hash differs from the body's part) is
-collided
-by :func:`._kernels_depthnet.depth_contacts` — every surface node of the tool against the network
+collided by :func:`._kernels_depthnet.depth_contacts` — every surface node of the tool against the network
 (tight-tolerance paper §III-A) — wherever the network answers (inside its training domain), and through its
 convex pieces elsewhere (:func:`piece_networks`; a point outside the domain would otherwise see no contact at
 all); its pieces also serve MuJoCo and the tunnelling guard. Statics without a network keep the convex-piece
