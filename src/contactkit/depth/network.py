@@ -62,6 +62,11 @@ class DepthNet:
         """The feature frame."""
         return SymmetryFrame(self.coordinates, self.origin, self.axis, self.ref, self.pitch, self.handedness)
 
+    @property
+    def pieces(self) -> tuple[DepthNet, ...]:
+        """``(self,)``: a single network is a piecewise set of one (as :attr:`DepthNetSet.pieces`)."""
+        return (self,)
+
 
 @dataclass(frozen=True)
 class NodeContacts:

@@ -337,7 +337,7 @@ def band_samples(part: Part, net: DepthNet | DepthNetSet, n: int, band: float,
     p, nrm = surface_samples(part, 4 * n, rng)
     p = p + nrm * rng.uniform(-band, band, 4 * n)[:, None]
     inside = np.zeros(len(p), dtype=bool)
-    for piece in getattr(net, "pieces", (net,)):
+    for piece in net.pieces:
         inside |= in_domain(DepthSetup(piece.frame, piece.feature_lo, piece.feature_hi, piece.depth_scale), p)
     p = p[inside][:n]
     return p[np.abs(signed_distance(part, p)) <= band]

@@ -62,10 +62,6 @@ def scene_depth_nets(scene: Scene) -> dict[int, DepthNetSet]:
     return nets
 
 
-def _pieces(net: DepthNet | DepthNetSet) -> tuple[DepthNet, ...]:
-    return tuple(getattr(net, "pieces", (net,)))
-
-
 def piece_networks(nets: Mapping[int, DepthNet | DepthNetSet], env_body: np.ndarray) -> np.ndarray:
     """``(E,)`` int64: for each environment piece (``env_body``: its static's index), the index of its static's
     first network in :func:`depth_set`'s order (statics by index, each set's pieces along its axis), or -1 when
@@ -73,7 +69,7 @@ def piece_networks(nets: Mapping[int, DepthNet | DepthNetSet], env_body: np.ndar
     (:func:`._kernels_depthnet.inside_domain`, :mod:`._kernels_contacts`)."""
     first, count = {}, 0
     for b in sorted(nets):
-        first[b], count = count, count + len(_pieces(nets[b]))
+        first[b], count = count, count + len(nets[b].pieces)
     return np.array([first.get(int(b), -1) for b in env_body], dtype=np.int64)
 
 
@@ -144,8 +140,8 @@ def placed_depth_set(placed: Sequence[tuple[DepthNet | DepthNetSet, np.ndarray, 
     """
     if not placed:
         return empty_depth_set()
-    chains = [len(_pieces(net)) for net, *_ in placed]
-    placed = [(piece, pos, quat, friction) for net, pos, quat, friction in placed for piece in _pieces(net)]
+    chains = [len(net.pieces) for net, *_ in placed]
+    placed = [(piece, pos, quat, friction) for net, pos, quat, friction in placed for piece in net.pieces]
     hidden = {net.weights[0].shape[0] for net, *_ in placed}
     if len(hidden) != 1:
         raise InvalidInputError(f"depth networks of one scene must share their hidden size, got {sorted(hidden)}")
