@@ -83,7 +83,10 @@ def test_ddpg_smoke_training(tmp_path):
     from contactkit.pushing.scene import ObjectKind, PushScene
 
     seen = []
-    result = train_residual(300, seed=0, progress=lambda *a: seen.append(a), episode_steps=50, learning_starts=100)
+    result = train_residual(300, seed=0, progress=lambda *a: seen.append(a), episode_steps=50, learning_starts=100,
+                            critic_warmup=0)
+    probe = np.random.default_rng(1).uniform(-3.0, 3.0, (16, ctl.OBS_DIM))
+    assert np.abs(result.policy(probe)).max() > 1e-6  # 200 actor updates moved it off the zero residual
     assert result.episodes == 6 == len(result.returns) == len(seen) and result.errors.shape == (6, 3)
     assert np.isfinite(result.returns).all() and (result.returns < 0).all()  # eq 17 is a penalty
     assert result.policy.card["training"]["steps"] == 300
@@ -93,3 +96,21 @@ def test_ddpg_smoke_training(tmp_path):
     log = ctl.run_episode(HybridPushWorld(scene), scene, start, start + np.array([0.02, 0.0, 0.05]), AngularProfile(),
                           0.3, 0.01, policy=pol, deviation_tols=(0.0, 0.0))
     assert log.failure is None and np.isfinite(log.joint_torque).all() and log.active[1:].all()
+
+
+def test_zero_residual_until_the_critic_warmup_ends():
+    """Residual policy learning: the zero-initialised actor is exactly 0 (the PD alone) as long as only the critic
+    learns; a random-initialised actor is not."""
+    pytest.importorskip("stable_baselines3")
+    from contactkit.pushing.residual import train_residual
+
+    probe = np.random.default_rng(2).uniform(-3.0, 3.0, (16, ctl.OBS_DIM))
+    frozen = train_residual(200, seed=0, episode_steps=50, learning_starts=50, critic_warmup=10_000)
+    assert np.array_equal(frozen.policy(probe), np.zeros((16, 3)))
+    card = frozen.policy.card["training"]
+    assert card["zero_init"] and card["critic_warmup_updates"] == 10_000
+    random_init = train_residual(200, seed=0, episode_steps=50, learning_starts=50, critic_warmup=10_000,
+                                 zero_init=False)
+    assert np.abs(random_init.policy(probe)).max() > 1e-3
+    with pytest.raises(InvalidInputError):
+        train_residual(10, seed=0, episode_steps=5, critic_warmup=-1)

@@ -83,18 +83,23 @@ def learn_pushing(
     train_freq: Annotated[int, typer.Option(help="environment steps per DDPG gradient step")] = 4,
     episode_steps: Annotated[int, typer.Option(
         help="steps per episode (2000 = 20 s at 100 Hz, §IV-A; fewer only for smoke tests)")] = 2000,
+    zero_init: Annotated[bool, typer.Option(
+        help="start from a zero residual (the PD alone) instead of a random actor")] = True,
+    critic_warmup: Annotated[int, typer.Option(
+        help="gradient updates that train only the critic before the actor first changes")] = 5000,
 ) -> None:
     """Train the residual pushing policy (DDPG + OU noise, hybrid model, domain randomisation) on one torch thread."""
     from contactkit.pushing.residual import save_residual, train_residual
 
     try:
         check_outputs((out, "--out", True))
-        if steps < 1 or train_freq < 1 or episode_steps < 2:
-            raise InvalidInputError(f"--steps and --train-freq must be >= 1 and --episode-steps >= 2, got {steps}, "
-                                    f"{train_freq}, {episode_steps}")
+        if steps < 1 or train_freq < 1 or episode_steps < 2 or critic_warmup < 0:
+            raise InvalidInputError(f"--steps and --train-freq must be >= 1, --episode-steps >= 2 and --critic-warmup "
+                                    f">= 0, got {steps}, {train_freq}, {episode_steps}, {critic_warmup}")
         command = (f"nice -n 10 contactkit learn pushing --out {out} --steps {steps} --seed {seed} "
                    f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else "")
-                   + (f" --episode-steps {episode_steps}" if episode_steps != 2000 else ""))
+                   + (f" --episode-steps {episode_steps}" if episode_steps != 2000 else "")
+                   + ("" if zero_init else " --no-zero-init") + f" --critic-warmup {critic_warmup}")
         with progress() as bar:
             job = bar.add_task("learn pushing", total=steps)
 
@@ -102,7 +107,8 @@ def learn_pushing(
                 bar.update(job, completed=done, description=f"learn pushing (last return {ret:.0f})")
 
             result = train_residual(steps, seed, report, episode_steps=episode_steps, train_freq=train_freq,
-                                    wall_limit_s=wall_limit, learning_starts=min(1000, 2 * episode_steps))
+                                    wall_limit_s=wall_limit, learning_starts=min(1000, 2 * episode_steps),
+                                    zero_init=zero_init, critic_warmup=critic_warmup)
         out.mkdir(parents=True, exist_ok=True)
         path = save_residual(result.policy, out / ACTOR_FILE)
     except ContactkitError as exc:

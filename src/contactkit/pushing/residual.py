@@ -37,6 +37,10 @@ OU_SIGMA = 0.2
 """Ornstein–Uhlenbeck noise scale (in action units, [−1, 1])."""
 OU_THETA = 0.15
 """Ornstein–Uhlenbeck mean reversion rate [1/s]."""
+CRITIC_WARMUP_UPDATES = 5000
+"""Gradient updates during which only the critic learns (residual policy learning, Silver et al. 2018: with a
+zero-initialised output the actor is the PD controller until the critic has seen it; 5000 updates at one update
+per 4 steps = 20,000 environment steps, 10 episodes)."""
 MAX_FILE_BYTES = 4 * 2**20
 """Largest accepted actor file [bytes] (a 64-64 actor is about 22 kB)."""
 
@@ -101,6 +105,35 @@ def _actor_arrays(model) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _zero_output(model) -> None:
+    """Zero the actor's (and its target's) output layer, so that π_θ ≡ 0 and the first episodes are the PD of eq 15
+    plus exploration noise (residual policy learning; the paper does not say how it initialises)."""
+    import torch
+
+    last = [m for m in model.actor.mu if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.zero_()
+    model.actor_target.load_state_dict(model.actor.state_dict())
+
+
+def _ddpg_class():
+    """sb3's DDPG whose actor learning rate stays 0 for its first ``actor_frozen_updates`` gradient updates (the
+    critic and both target networks update as usual)."""
+    from stable_baselines3 import DDPG
+
+    class ResidualDDPG(DDPG):
+        actor_frozen_updates = 0
+
+        def _update_learning_rate(self, optimizers) -> None:
+            super()._update_learning_rate(optimizers)
+            if self._n_updates < self.actor_frozen_updates:
+                for group in self.actor.optimizer.param_groups:
+                    group["lr"] = 0.0
+
+    return ResidualDDPG
+
+
 def _card(training: dict) -> dict:
     """The actor's JSON card: format, network, action scales, activation thresholds, observation, training."""
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": ctl.OBS_DIM, "action_dim": 3,
@@ -114,7 +147,8 @@ def _card(training: dict) -> dict:
 def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
                    learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1,
-                   wall_limit_s: float | None = None) -> TrainResult:
+                   wall_limit_s: float | None = None, zero_init: bool = True,
+                   critic_warmup: int = CRITIC_WARMUP_UPDATES) -> TrainResult:
     """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
 
     Args:
@@ -127,29 +161,35 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
             533 steps/s).
         wall_limit_s: stop at the first episode end after this many seconds [s] (None: run all ``steps``); the
             result then records the steps actually done.
+        zero_init: start from π_θ ≡ 0 (zeroed output layer: the PD of eq 15 alone). critic_warmup: gradient updates
+            before the actor's first change (:data:`CRITIC_WARMUP_UPDATES`; 0: from the first update).
 
     Returns:
         :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
     """
     import torch
     from gymnasium.wrappers import RecordEpisodeStatistics
-    from stable_baselines3 import DDPG
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise
 
     if int(steps) < 1:
         raise InvalidInputError(f"steps must be >= 1, got {steps!r}")
+    if int(critic_warmup) < 0:
+        raise InvalidInputError(f"critic_warmup must be >= 0 updates, got {critic_warmup!r}")
     if wall_limit_s is not None and not (np.isfinite(wall_limit_s) and wall_limit_s > 0):
         raise InvalidInputError(f"wall_limit_s must be > 0 seconds or None, got {wall_limit_s!r}")
     torch.set_num_threads(1)
     env = RecordEpisodeStatistics(PushingResidualEnv(episode_steps=episode_steps))
     noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=env.unwrapped.dt)
-    model = DDPG("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
+    model = _ddpg_class()("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
                  learning_starts=min(learning_starts, max(steps // 2, 1)), batch_size=batch_size, tau=0.005,
                  gamma=0.99, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
                  gradient_steps=int(gradient_steps),
                  policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
+    model.actor_frozen_updates = int(critic_warmup)
+    if zero_init:
+        _zero_output(model)
     returns, errors = [], []
 
     class _Curve(BaseCallback):
@@ -175,7 +215,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                       ou_theta=OU_THETA, learning_rate=learning_rate, batch_size=batch_size,
                       train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
                       kp=env.unwrapped.kp, kv=env.unwrapped.kv,
-                      wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps)))
+                      wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps), zero_init=bool(zero_init),
+                      critic_warmup_updates=int(critic_warmup)))
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
     probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
