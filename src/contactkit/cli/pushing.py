@@ -87,6 +87,8 @@ def learn_pushing(
         help="start from a zero residual (the PD alone) instead of a random actor")] = True,
     critic_warmup: Annotated[int, typer.Option(
         help="gradient updates that train only the critic before the actor first changes")] = 5000,
+    actor_lr: Annotated[float | None, typer.Option(
+        help="the actor's learning rate (default: the critic's 1e-3, as stable-baselines3)")] = None,
 ) -> None:
     """Train the residual pushing policy (DDPG + OU noise, hybrid model, domain randomisation) on one torch thread."""
     from contactkit.pushing.residual import save_residual, train_residual
@@ -99,7 +101,8 @@ def learn_pushing(
         command = (f"nice -n 10 contactkit learn pushing --out {out} --steps {steps} --seed {seed} "
                    f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else "")
                    + (f" --episode-steps {episode_steps}" if episode_steps != 2000 else "")
-                   + ("" if zero_init else " --no-zero-init") + f" --critic-warmup {critic_warmup}")
+                   + ("" if zero_init else " --no-zero-init") + f" --critic-warmup {critic_warmup}"
+                   + (f" --actor-lr {actor_lr:g}" if actor_lr is not None else ""))
         with progress() as bar:
             job = bar.add_task("learn pushing", total=steps)
 
@@ -108,7 +111,7 @@ def learn_pushing(
 
             result = train_residual(steps, seed, report, episode_steps=episode_steps, train_freq=train_freq,
                                     wall_limit_s=wall_limit, learning_starts=min(1000, 2 * episode_steps),
-                                    zero_init=zero_init, critic_warmup=critic_warmup)
+                                    zero_init=zero_init, critic_warmup=critic_warmup, actor_learning_rate=actor_lr)
         out.mkdir(parents=True, exist_ok=True)
         path = save_residual(result.policy, out / ACTOR_FILE)
     except ContactkitError as exc:

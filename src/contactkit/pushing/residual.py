@@ -119,17 +119,19 @@ def _zero_output(model) -> None:
 
 def _ddpg_class():
     """sb3's DDPG whose actor learning rate stays 0 for its first ``actor_frozen_updates`` gradient updates (the
-    critic and both target networks update as usual)."""
+    critic and both target networks update as usual) and is ``actor_lr`` after (None: the critic's, as sb3)."""
     from stable_baselines3 import DDPG
 
     class ResidualDDPG(DDPG):
         actor_frozen_updates = 0
+        actor_lr: float | None = None
 
         def _update_learning_rate(self, optimizers) -> None:
             super()._update_learning_rate(optimizers)
-            if self._n_updates < self.actor_frozen_updates:
+            lr = 0.0 if self._n_updates < self.actor_frozen_updates else self.actor_lr
+            if lr is not None:
                 for group in self.actor.optimizer.param_groups:
-                    group["lr"] = 0.0
+                    group["lr"] = lr
 
     return ResidualDDPG
 
@@ -148,7 +150,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
                    learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1,
                    wall_limit_s: float | None = None, zero_init: bool = True,
-                   critic_warmup: int = CRITIC_WARMUP_UPDATES) -> TrainResult:
+                   critic_warmup: int = CRITIC_WARMUP_UPDATES, actor_learning_rate: float | None = None) -> TrainResult:
     """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
 
     Args:
@@ -163,6 +165,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
             result then records the steps actually done.
         zero_init: start from π_θ ≡ 0 (zeroed output layer: the PD of eq 15 alone). critic_warmup: gradient updates
             before the actor's first change (:data:`CRITIC_WARMUP_UPDATES`; 0: from the first update).
+        actor_learning_rate: the actor's Adam step (None: ``learning_rate``, sb3's single rate; DDPG's authors,
+            Lillicrap et al. 2016, used 1e-4 for the actor and 1e-3 for the critic).
 
     Returns:
         :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
@@ -175,6 +179,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
 
     if int(steps) < 1:
         raise InvalidInputError(f"steps must be >= 1, got {steps!r}")
+    if actor_learning_rate is not None and not (np.isfinite(actor_learning_rate) and actor_learning_rate > 0):
+        raise InvalidInputError(f"actor_learning_rate must be > 0 or None, got {actor_learning_rate!r}")
     if int(critic_warmup) < 0:
         raise InvalidInputError(f"critic_warmup must be >= 0 updates, got {critic_warmup!r}")
     if wall_limit_s is not None and not (np.isfinite(wall_limit_s) and wall_limit_s > 0):
@@ -187,7 +193,7 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                  gamma=0.99, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
                  gradient_steps=int(gradient_steps),
                  policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
-    model.actor_frozen_updates = int(critic_warmup)
+    model.actor_frozen_updates, model.actor_lr = int(critic_warmup), actor_learning_rate
     if zero_init:
         _zero_output(model)
     returns, errors = [], []
@@ -216,7 +222,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                       train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
                       kp=env.unwrapped.kp, kv=env.unwrapped.kv,
                       wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps), zero_init=bool(zero_init),
-                      critic_warmup_updates=int(critic_warmup)))
+                      critic_warmup_updates=int(critic_warmup),
+                      actor_learning_rate=learning_rate if actor_learning_rate is None else actor_learning_rate))
     env.close()
     policy = ResidualPolicy(_actor_arrays(model), card)
     probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
