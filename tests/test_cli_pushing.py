@@ -47,3 +47,28 @@ def test_curve_blocks_are_block_means():
     assert [r["episodes"] for r in rows] == [[1, 2], [3, 4], [5, 5]]
     assert [r["return"] for r in rows] == [-1.5, -3.5, -5.0]
     assert [r["torque_Nm"] for r in rows] == [3.5, 9.5, 14.0]
+
+
+def test_pushing_select_scores_actors_and_the_pd(tmp_path):
+    """Two actors and the PD alone on short validation episodes: a zero actor scores exactly as the PD; the JSON
+    names the lowest score; a bad actor file is refused before any episode."""
+    from contactkit.pushing import controller as ctl
+    from contactkit.pushing.residual import ResidualPolicy, save_residual
+
+    rng = np.random.default_rng(0)
+    hidden = (rng.normal(size=(8, ctl.OBS_DIM)), rng.normal(size=8))
+    zero = save_residual(ResidualPolicy(hidden + (np.zeros((3, 8)), np.zeros(3)), {}), tmp_path / "zero.safetensors")
+    push = save_residual(ResidualPolicy(hidden + (np.zeros((3, 8)), np.array([3.0, 0.0, 0.0])), {}),
+                         tmp_path / "push.safetensors")
+    out = tmp_path / "scores.json"
+    r = runner.invoke(app, ["learn", "pushing-select", str(zero), str(push), "--per-case", "1", "--duration", "0.3",
+                            "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    got = json.loads(out.read_text())
+    scores = got["scores"]
+    assert got["draws"] == 6 and set(scores) == {"PD alone", str(zero), str(push)}
+    assert scores["PD alone"] == scores[str(zero)]
+    assert got["best"] == min(scores, key=lambda n: scores[n]["score_pct"]) and "(best)" in r.output
+    (tmp_path / "bad.safetensors").write_bytes(b"not a file")
+    r = runner.invoke(app, ["learn", "pushing-select", str(tmp_path / "bad.safetensors")])
+    assert r.exit_code == 2 and "residual actor" in r.output

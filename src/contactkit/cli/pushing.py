@@ -122,3 +122,48 @@ def learn_pushing(
     training = {**result.policy.card, **result.policy.card["training"]}
     (out / "README.md").write_text(model_card(path, training, curve_blocks(result.errors, result.returns), command))
     console.print(f"{result.episodes} episodes, {result.steps} steps in {result.wall_s:.0f} s; wrote {path}")
+
+
+@learn_app.command("pushing-select")
+def learn_pushing_select(
+    actors: Annotated[list[Path], typer.Argument(help="residual actors (residual.safetensors) to compare")],
+    per_case: Annotated[int, typer.Option(help="validation episodes per object × profile")] = 2,
+    duration: Annotated[float, typer.Option(help="seconds per episode (20 s, §IV-A; shorter only for smoke tests)")]
+    = 20.0,
+    json_out: Annotated[Path | None, typer.Option("--json", help="also write the scores to this JSON file")] = None,
+) -> None:
+    """Score residual actors and the PD alone on validation draws in the randomised model (never the test trials
+    nor the "real" world; contactkit.pushing.validation) and name the lowest score."""
+    from rich.table import Table
+
+    from contactkit.pushing.residual import load_residual
+    from contactkit.pushing.validation import VALIDATION_SEED, score_policy, validation_draws
+
+    try:
+        check_outputs((json_out, "--json", False))
+        if per_case < 1 or not duration > 0:
+            raise InvalidInputError(f"--per-case must be >= 1 and --duration > 0 s, got {per_case}, {duration}")
+        candidates = {"PD alone": None} | {str(a): load_residual(a) for a in actors}
+        draws = validation_draws(per_case)
+        scores = {}
+        with progress() as bar:
+            job = bar.add_task("validation episodes", total=len(candidates))
+            for name, policy in candidates.items():
+                scores[name] = score_policy(policy, draws, duration)
+                bar.advance(job)
+    except ContactkitError as exc:
+        fail(exc)
+    best = min(scores, key=lambda n: scores[n].score_pct)
+    table = Table(title=f"{len(draws)} validation draws (seed {VALIDATION_SEED}), model world")
+    for col in ("actor", "score [%]", "translation [%]", "angle [%]", "force [N]", "torque [N m]", "failed"):
+        table.add_column(col)
+    for name, s in scores.items():
+        table.add_row(name + (" (best)" if name == best else ""), f"{s.score_pct:.2f}", f"{s.translation_pct:.2f}",
+                      f"{s.angle_pct:.2f}", f"{s.force_N:.3f}", f"{s.torque_Nm:.4f}", str(s.failures))
+    console.print(table)
+    if json_out is not None:
+        import dataclasses
+
+        payload = {"seed": VALIDATION_SEED, "draws": len(draws), "duration_s": duration, "best": best,
+                   "scores": {n: dataclasses.asdict(s) for n, s in scores.items()}}
+        json_out.write_text(json.dumps(payload, indent=2) + "\n")

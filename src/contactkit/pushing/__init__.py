@@ -30,6 +30,9 @@ _LAZY = {
     "load_residual": "contactkit.pushing.residual",
     "save_residual": "contactkit.pushing.residual",
     "train_residual": "contactkit.pushing.residual",
+    "PolicyScore": "contactkit.pushing.validation",
+    "score_policy": "contactkit.pushing.validation",
+    "validation_draws": "contactkit.pushing.validation",
 }
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "HybridPushWorld",
     "JointPD",
     "ObjectKind",
+    "PolicyScore",
     "PushPlan",
     "PushScene",
     "PushState",
@@ -55,7 +59,9 @@ __all__ = [
     "plan_push",
     "run_episode",
     "save_residual",
+    "score_policy",
     "train_residual",
+    "validation_draws",
 ]
 
 
