@@ -28,6 +28,7 @@ def test_learn_pushing_writes_actor_card_and_curve(tmp_path):
     digest = re.search(r"sha256 `([0-9a-f]{64})`", card).group(1)
     assert digest == hashlib.sha256((out / "residual.safetensors").read_bytes()).hexdigest()
     assert "--episode-steps 40" in card and "| 1–3 |" in card
+    assert "zero residual" in card and "first 5000 updates" in card and "actor learning rate 0.001" in card
 
 
 def test_learn_pushing_refuses_bad_options(tmp_path):

@@ -120,3 +120,16 @@ def test_bad_construction_refused():
         PushingResidualEnv(deviation_pos_tol=-1.0)
     with pytest.raises(InvalidInputError):
         PushingResidualEnv().step(np.zeros(3))
+
+
+def test_failure_penalty_is_the_discounted_per_step_cost():
+    """Closed form: c (1 − γⁿ) / (1 − γ); it tends to c / (1 − γ) = 500, always beats the ≤ 2.47 per step that
+    pushing with no contact costs over the same discounted horizon, and is 0 with no step left."""
+    from contactkit.pushing.env import DISCOUNT, FAILURE_PENALTY_PER_STEP, failure_penalty
+
+    c = FAILURE_PENALTY_PER_STEP
+    assert failure_penalty(0) == 0.0 and failure_penalty(1) == pytest.approx(-c)
+    assert failure_penalty(3) == pytest.approx(-c * (1 + DISCOUNT + DISCOUNT**2))
+    assert failure_penalty(2000) == pytest.approx(-c / (1 - DISCOUNT), rel=1e-8)
+    for n in (1, 10, 100, 2000):
+        assert failure_penalty(n) < -2.47 * (1 - DISCOUNT**n) / (1 - DISCOUNT)

@@ -57,8 +57,13 @@ def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> 
         f"object ends early), {training['wall_s']:.0f} s wall on "
         f"one torch thread, seed {training['seed']}, lr {training['learning_rate']}, batch {training['batch_size']}, "
         f"{training['gradient_steps']} gradient step(s) every {training['train_freq']} env step(s), OU σ "
-        f"{training['ou_sigma']}, θ {training['ou_theta']}; stopped by the wall-time limit: "
+        f"{training['ou_sigma']}, θ {training['ou_theta']} per {training.get('ou_dt_steps', '0.01 s of')} step(s), γ "
+        f"{training.get('gamma', 0.99)}; stopped by the wall-time limit: "
         f"{training['stopped_by_wall_limit']}",
+        "- start: " + ("zero residual (output layer zeroed: the PD alone)" if training.get("zero_init") else
+                       "random actor") +
+        f"; only the critic learns for the first {training.get('critic_warmup_updates', 0)} updates; actor learning "
+        f"rate {training.get('actor_learning_rate', training['learning_rate'])}",
         f"- trained on top of the joint PD of eq 15 with K_p {training.get('kp')} N m/rad, K_v {training.get('kv')} "
         "N m s/rad (`contactkit.pushing.controller.KP`, `KV` when trained)",
         f"- made with stable-baselines3 {version('stable-baselines3')}, torch {version('torch')}, gymnasium "

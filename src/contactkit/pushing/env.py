@@ -14,8 +14,8 @@ is the hybrid MLCP model (:class:`HybridPushWorld`) of the *randomised* scene; t
   deviates from the ICR trajectory by more than ``deviation_pos_tol`` [m] or ``deviation_ang_tol`` [rad]
   (Algorithm 1 line 4), otherwise ignored (``info["active"]`` says which);
 * reward: eq 17 for the step (:func:`eq17_reward`, from the model's own contact forces, returned in
-  ``info["contact_force"]``, ``info["contact_torque"]``); an episode that
-  loses the object ends with :data:`FAILURE_PENALTY_PER_STEP` × the steps left;
+  ``info["contact_force"]``, ``info["contact_torque"]``); an episode that loses the object ends with
+  :func:`failure_penalty`: :data:`FAILURE_PENALTY_PER_STEP` for each step left, discounted by :data:`DISCOUNT`;
 * episodes of ``episode_steps`` × ``dt`` (default 2000 × 0.01 s = 20 s, §IV-A).
 """
 
@@ -42,6 +42,16 @@ FAILURE_PENALTY_PER_STEP = 5.0
 """Reward per remaining step charged when the object is lost, so that ending early never pays: twice eq 17's
 per-step cost of having no contact at all (``Σ_i w·|desired|``, measured ≤ 2.47 over 30 sampled plans, median
 2.03). (Was 1.0, below that cost: losing the object paid.)"""
+DISCOUNT = 0.99
+"""γ of the DDPG training (:func:`contactkit.pushing.residual.train_residual`): a 1 s horizon at 100 Hz."""
+
+
+def failure_penalty(steps_left: int, per_step: float = FAILURE_PENALTY_PER_STEP, gamma: float = DISCOUNT) -> float:
+    """The reward [−] of losing the object with ``steps_left`` steps to go: ``−c (1 − γⁿ) / (1 − γ)``, the
+    discounted sum of ``c`` per remaining step. It is what the learner weighs continuing against, so ending early
+    never pays; the undiscounted ``c n`` (up to 10,000 in one transition, against per-step rewards of about 2)
+    was a lump that the critic's regression could not fit (it was the reward until this change)."""
+    return -per_step * (1.0 - gamma ** max(int(steps_left), 0)) / (1.0 - gamma)
 DR_BOUNDS = {
     "object_mass_scale": (0.8, 1.2),
     "pusher_mass_scale": (0.8, 1.2),
@@ -208,7 +218,7 @@ class PushingResidualEnv(gym.Env):
         if np.hypot(*ctl.deviation(plan, k, step.state.obj_pose)[:2]) > ctl.FAIL_POS_DEVIATION:
             info = self._finish(info)
             info["failure"] = f"step {k}: object lost"
-            return obs, reward - FAILURE_PENALTY_PER_STEP * (self.episode_steps - self.k), True, False, info
+            return obs, reward + failure_penalty(self.episode_steps - self.k), True, False, info
         truncated = self.k >= self.episode_steps
         return obs, reward, False, truncated, self._finish(info) if truncated else info
 
@@ -220,6 +230,6 @@ class PushingResidualEnv(gym.Env):
     def _fail(self, why: str, info: dict):
         info = self._finish(info)
         info["failure"] = why
-        penalty = -FAILURE_PENALTY_PER_STEP * (self.episode_steps - self.k)
+        penalty = failure_penalty(self.episode_steps - self.k)
         self.k = self.episode_steps
         return np.zeros(ctl.OBS_DIM, dtype=np.float32), penalty, True, False, info

@@ -27,7 +27,7 @@ import safetensors.numpy
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.files import read_safetensors, write_atomic
 from contactkit.pushing import controller as ctl
-from contactkit.pushing.env import EPISODE_STEPS, PushingResidualEnv
+from contactkit.pushing.env import DISCOUNT, EPISODE_STEPS, PushingResidualEnv
 
 FORMAT = "contactkit.pushing.residual"
 FORMAT_VERSION = "1"
@@ -36,7 +36,13 @@ HIDDEN = (64, 64)
 OU_SIGMA = 0.2
 """Ornstein–Uhlenbeck noise scale (in action units, [−1, 1])."""
 OU_THETA = 0.15
-"""Ornstein–Uhlenbeck mean reversion rate [1/s]."""
+"""Ornstein–Uhlenbeck mean reversion per control step (θ and σ of DDPG's authors, Lillicrap et al. 2016, whose
+process is stepped with dt = 1 per environment step: correlated over about 1/θ ≈ 7 steps, stationary std
+σ/√(2θ − θ²) ≈ 0.38). It was stepped with the control period, dt = 0.01 s, until this change: a process
+correlated over 670 steps (6.7 s), i.e. a nearly constant residual for a third of each episode that the
+reference offset integrates into centimetres of drift."""
+OU_DT = 1.0
+"""Time step of the noise process, in control steps (:data:`OU_THETA`)."""
 CRITIC_WARMUP_UPDATES = 5000
 """Gradient updates during which only the critic learns (residual policy learning, Silver et al. 2018: with a
 zero-initialised output the actor is the PD controller until the critic has seen it; 5000 updates at one update
@@ -187,10 +193,10 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
         raise InvalidInputError(f"wall_limit_s must be > 0 seconds or None, got {wall_limit_s!r}")
     torch.set_num_threads(1)
     env = RecordEpisodeStatistics(PushingResidualEnv(episode_steps=episode_steps))
-    noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=env.unwrapped.dt)
+    noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=OU_DT)
     model = _ddpg_class()("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
                  learning_starts=min(learning_starts, max(steps // 2, 1)), batch_size=batch_size, tau=0.005,
-                 gamma=0.99, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
+                 gamma=DISCOUNT, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
                  gradient_steps=int(gradient_steps),
                  policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
     model.actor_frozen_updates, model.actor_lr = int(critic_warmup), actor_learning_rate
@@ -218,7 +224,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     done = int(model.num_timesteps)
     card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=done, seed=int(seed),
                       episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
-                      ou_theta=OU_THETA, learning_rate=learning_rate, batch_size=batch_size,
+                      ou_theta=OU_THETA, ou_dt_steps=OU_DT, gamma=DISCOUNT, learning_rate=learning_rate,
+                      batch_size=batch_size,
                       train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
                       kp=env.unwrapped.kp, kv=env.unwrapped.kv,
                       wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps), zero_init=bool(zero_init),
