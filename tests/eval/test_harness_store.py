@@ -228,3 +228,13 @@ def test_the_cli_records_its_argv_and_its_json_run_writes_only_that_file(registe
     assert json.loads((results / f"{NAME}.json").read_text())["provenance"]["argv"] == full
     assert json.loads((tmp_path / "o.json").read_text())["provenance"]["argv"] == with_json
     assert not (results / "j").exists() and "not stored in docs/results (--json)" in done.output
+
+
+def test_provenance_describes_the_tree_before_the_run_writes_into_it(register, tmp_path, monkeypatch):
+    """A run that writes its figures into the checkout (``--plots docs/figures/...``) leaves the tree dirty; the
+    recorded git state is the one the run started from."""
+    fake = register()
+    monkeypatch.setattr(harness, "git_state", lambda root: {"commit": "abc", "dirty": fake.calls > 0})
+    _run(tmp_path, tmp_path / "results")
+    stored = json.loads((tmp_path / "results" / f"{NAME}.json").read_text())["provenance"]
+    assert fake.calls == 1 and stored["git"] == {"commit": "abc", "dirty": False}

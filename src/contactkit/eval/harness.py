@@ -206,13 +206,14 @@ def run_measurement(
         if options.get("checkpoint") is not None:
             committed_checkpoint(options["checkpoint"], target.parent)  # fail before hours of work
     started = time.perf_counter()
+    source = provenance(seed, quick, argv)  # the tree the run starts from, before it writes its figures
     extra = {"plots": plots} if plots else {}
     result = module.run(quick=quick, seed=seed, device=device, **extra, **options)
     if result.get("partial", False):
         not_stored.append("partial result")
     used = checkpoints_used(result, options)
     result = {"name": name, "kind": kind, **result, "provenance": {
-        **provenance(seed, quick, argv), "wall_s": time.perf_counter() - started,
+        **source, "wall_s": time.perf_counter() - started,
         "checkpoints": [checkpoint_record(p) for p in used], "not_stored": not_stored or None}}
     if json_path and json_path != STDOUT:
         _write(Path(json_path), result)
