@@ -69,24 +69,37 @@ def search_draws(rng: np.random.Generator, per_case: int = DRAWS_PER_CASE) -> li
     return draws
 
 
-def score_gains(kp: float, kv: float, draws: list[DomainSample], duration: float = 20.0,
-                dt: float = 0.01) -> GainScore:
-    """PD-only episodes of ``draws`` in the hybrid model with gains ``kp`` [N m/rad], ``kv`` [N m s/rad]."""
-    scores, trans, ang, failures = [], [], [], 0
+def run_draws(draws: list[DomainSample], policy=None, kp: float = ctl.KP, kv: float = ctl.KV, duration: float = 20.0,
+              dt: float = 0.01) -> tuple[list[float], list[dict], int]:
+    """Algorithm 1 on each draw in the hybrid model of its randomised scene, planning with the nominal one:
+    ``policy`` (a residual actor, or None: the PD alone) with gains ``kp`` [N m/rad], ``kv`` [N m s/rad].
+
+    Returns:
+        per-draw scores [%] (``(translation + angle) / 2``, a failed draw :data:`FAILED_TRIAL_PCT`), the
+        :func:`~contactkit.pushing.controller.episode_errors` of the completed draws, and the failures.
+    """
+    scores, done, failures = [], [], 0
     for s in draws:
         nominal = PushScene.for_object(s.object_kind)
         start = np.array(nominal.object_pose)
         goal = start + np.array(s.goal_offset)
         log = ctl.run_episode(HybridPushWorld(randomised_scene(s)), nominal, start, goal, AngularProfile(s.profile),
-                              duration, dt, kp=kp, kv=kv)
+                              duration, dt, policy=policy, kp=kp, kv=kv)
         err = ctl.episode_errors(log, start, goal)
         if log.failure is not None or not np.isfinite([err["translation_pct"], err["angle_pct"]]).all():
             failures += 1
             scores.append(FAILED_TRIAL_PCT)
             continue
-        trans.append(err["translation_pct"])
-        ang.append(err["angle_pct"])
+        done.append(err)
         scores.append(0.5 * (err["translation_pct"] + err["angle_pct"]))
+    return scores, done, failures
+
+
+def score_gains(kp: float, kv: float, draws: list[DomainSample], duration: float = 20.0,
+                dt: float = 0.01) -> GainScore:
+    """PD-only episodes of ``draws`` in the hybrid model with gains ``kp`` [N m/rad], ``kv`` [N m s/rad]."""
+    scores, done, failures = run_draws(draws, None, kp, kv, duration, dt)
+    trans, ang = [e["translation_pct"] for e in done], [e["angle_pct"] for e in done]
     return GainScore(float(kp), float(kv), float(np.mean(scores)), float(np.mean(trans)) if trans else float("nan"),
                      float(np.mean(ang)) if ang else float("nan"), failures)
 

@@ -13,7 +13,8 @@ the PD gains:
 3. per candidate: the mean translation and angle errors [%] (Table III definitions), the mean planar force
    [N] and torque [N m] errors (Table IV definitions, the quantities eq 17 rewards), failures, and
    ``score_pct`` = mean over draws of ``(translation + angle) / 2`` with a failed draw at
-   :data:`~contactkit.pushing.gains.FAILED_TRIAL_PCT`, the gain search's score.
+   :data:`~contactkit.pushing.gains.FAILED_TRIAL_PCT`, the gain search's score
+   (:func:`~contactkit.pushing.gains.run_draws` runs both).
 
 The "real" world and the experiment's trials play no part.
 """
@@ -24,12 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.control.icr import AngularProfile
-from contactkit.pushing import controller as ctl
-from contactkit.pushing.env import DomainSample, randomised_scene
-from contactkit.pushing.gains import FAILED_TRIAL_PCT, search_draws
-from contactkit.pushing.hybrid import HybridPushWorld
-from contactkit.pushing.scene import PushScene
+from contactkit.pushing.env import DomainSample
+from contactkit.pushing.gains import run_draws, search_draws
 
 VALIDATION_SEED = 1817
 """Seed of the validation draws (not :data:`~contactkit.pushing.gains.GAIN_SEARCH_SEED`, not the trials' stream)."""
@@ -58,19 +55,7 @@ def validation_draws(per_case: int = DRAWS_PER_CASE, seed: int = VALIDATION_SEED
 def score_policy(policy, draws: list[DomainSample], duration: float = 20.0, dt: float = 0.01) -> PolicyScore:
     """Run ``policy`` (a residual actor ``obs (15,) -> action (3,)``, or None for the PD alone) on ``draws`` in the
     hybrid model of each randomised scene for ``duration`` [s] at ``dt`` [s] and score it (module doc step 3)."""
-    scores, rows, failures = [], [], 0
-    for s in draws:
-        nominal = PushScene.for_object(s.object_kind)
-        start = np.array(nominal.object_pose)
-        goal = start + np.array(s.goal_offset)
-        log = ctl.run_episode(HybridPushWorld(randomised_scene(s)), nominal, start, goal, AngularProfile(s.profile),
-                              duration, dt, policy=policy)
-        err = ctl.episode_errors(log, start, goal)
-        if log.failure is not None or not np.isfinite(list(err.values())).all():
-            failures += 1
-            scores.append(FAILED_TRIAL_PCT)
-            continue
-        rows.append([err["translation_pct"], err["angle_pct"], err["force_N"], err["torque_Nm"]])
-        scores.append(0.5 * (err["translation_pct"] + err["angle_pct"]))
-    means = np.mean(rows, axis=0) if rows else np.full(4, np.nan)
-    return PolicyScore(float(np.mean(scores)), *(float(x) for x in means), failures)
+    scores, done, failures = run_draws(draws, policy, duration=duration, dt=dt)
+    keys = ("translation_pct", "angle_pct", "force_N", "torque_Nm")
+    means = [float(np.mean([e[k] for e in done])) if done else float("nan") for k in keys]
+    return PolicyScore(float(np.mean(scores)), *means, failures)
