@@ -36,7 +36,6 @@ def test_a_failed_draw_scores_the_penalty_and_a_pushing_actor_differs():
     bad = validation.score_policy(None, [far], duration=0.3)
     assert bad.failures == 1 and bad.score_pct == gains.FAILED_TRIAL_PCT and np.isnan(bad.force_N)
     near = DomainSample(ObjectKind.CUBE, ProfileKind.CONSTANT, (0.02, 0.0, 0.05), 0.3, 0.03, 0.35, 0.3)
-    push = _zero_actor()
-    push = ResidualPolicy(push.weights[:3] + (np.array([1.0, 0.0, 0.0]) * 3.0,), {})  # always push along e_n
+    push = ResidualPolicy(_zero_actor().weights[:3] + (np.array([3.0, 0.0, 0.0]),), {})  # always push along e_n
     a, b = validation.score_policy(None, [near], duration=0.5), validation.score_policy(push, [near], duration=0.5)
     assert a != b

@@ -44,14 +44,6 @@ per-step cost of having no contact at all (``Σ_i w·|desired|``, measured ≤ 2
 2.03). (Was 1.0, below that cost: losing the object paid.)"""
 DISCOUNT = 0.99
 """γ of the DDPG training (:func:`contactkit.pushing.residual.train_residual`): a 1 s horizon at 100 Hz."""
-
-
-def failure_penalty(steps_left: int, per_step: float = FAILURE_PENALTY_PER_STEP, gamma: float = DISCOUNT) -> float:
-    """The reward [−] of losing the object with ``steps_left`` steps to go: ``−c (1 − γⁿ) / (1 − γ)``, the
-    discounted sum of ``c`` per remaining step. It is what the learner weighs continuing against, so ending early
-    never pays; the undiscounted ``c n`` (up to 10,000 in one transition, against per-step rewards of about 2)
-    was a lump that the critic's regression could not fit (it was the reward until this change)."""
-    return -per_step * (1.0 - gamma ** max(int(steps_left), 0)) / (1.0 - gamma)
 DR_BOUNDS = {
     "object_mass_scale": (0.8, 1.2),
     "pusher_mass_scale": (0.8, 1.2),
@@ -67,6 +59,14 @@ error, relative to ``|Δθ|``, stays meaningful."""
 GOAL_SIDE_ANGLE = (-0.05, 0.05)
 """Chord direction relative to the body-frame push direction, ``β`` [rad]: the chord points at ``θ0 + Δθ/2 + β``
 (β = 0: the object slides straight along its push axis in its own frame, the arc eq 13 can always push)."""
+
+
+def failure_penalty(steps_left: int, per_step: float = FAILURE_PENALTY_PER_STEP, gamma: float = DISCOUNT) -> float:
+    """The reward [−] of losing the object with ``steps_left`` steps to go: ``−c (1 − γⁿ) / (1 − γ)``, the
+    discounted sum of ``c`` per remaining step. It is what the learner weighs continuing against, so ending early
+    never pays; the undiscounted ``c n`` (up to 10,000 in one transition, against per-step rewards of about 2)
+    was a lump that the critic's regression could not fit (it was the reward until this change)."""
+    return -per_step * (1.0 - gamma ** max(int(steps_left), 0)) / (1.0 - gamma)
 
 
 @dataclass(frozen=True)
