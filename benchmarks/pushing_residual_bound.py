@@ -6,7 +6,8 @@ Issue 18 asks that the residual policy, trained in the hybrid model and deployed
 action space (eq 16: push-frame ``n``, ``t`` velocity and yaw-rate corrections, gated by Algorithm 1 line 4) in
 the "real" world (:class:`contactkit.pushing.real.RealPushWorld`) and keeps, per case, the best of them. They
 are chosen on the test world itself, which a trained policy never sees, so the best of the grid is an optimistic
-estimate of what this action space can do there, not a result for Table III. Two families, both reading only
+estimate of what residuals of these two families can do there (a learned, nonlinear policy is not bounded by it),
+not a result for Table III. Two families, both reading only
 the residual's observation (:func:`contactkit.pushing.controller.observe`):
 
 * pose feedback ``a = −(k_n d_n / s_lin, k_t d_t / s_lin, k_θ dθ / s_ang)`` on the object's deviation from the
@@ -36,7 +37,7 @@ import numpy as np
 
 import contactkit
 from contactkit.control.icr import AngularProfile, ProfileKind
-from contactkit.eval.exp_pushing import DT_S, RL_BAR_PCT, feasible_goal, trial_goals
+from contactkit.eval.exp_pushing import DT_S, FULL, RL_BAR_PCT, feasible_goal, trial_goals
 from contactkit.eval.workers import worker_pool
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.real import RealPushWorld
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     n_goals = args.goals if args.goals is not None else (QUICK_GOALS if args.quick else FULL_GOALS)
     started = time.perf_counter()
     cases = list(itertools.product(ObjectKind, ProfileKind))
-    goals = {c: [g for g in trial_goals(args.seed, *c, 50) if feasible_goal(*c, g, DURATION_S)][:n_goals]
+    goals = {c: [g for g in trial_goals(args.seed, *c, FULL.trials) if feasible_goal(*c, g, DURATION_S)][:n_goals]
              for c in cases}
     jobs = [(c[0].value, c[1].value, g, kv, i) for kv in args.kv for c in cases for g in goals[c]
             for i in range(len(POLICIES))]
