@@ -25,6 +25,7 @@ control steps each tip touches the object (``contact_frac``).
 from __future__ import annotations
 
 import argparse
+import enum
 import itertools
 import json
 import platform
@@ -37,14 +38,12 @@ import numpy as np
 
 import contactkit
 from contactkit.control.icr import AngularProfile, ProfileKind
-from contactkit.eval.exp_pushing import DT_S, FULL, RL_BAR_PCT, feasible_goal, trial_goals
+from contactkit.eval.exp_pushing import DT_S, DURATION_S, FULL, RL_BAR_PCT, feasible_goal, trial_goals
 from contactkit.eval.workers import worker_pool
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.real import RealPushWorld
 from contactkit.pushing.scene import ObjectKind, PushScene
 
-DURATION_S = 20.0
-"""Episode length [s] (§IV-A)."""
 CONTACT_FORCE_N = 1e-3
 """A tip whose step-mean normal force exceeds this [N] touched the object in that control step."""
 POSE_GAINS = [(kn, kt, ka) for kn in (0.0, 2.0) for kt in (0.0, 2.0, -2.0) for ka in (0.0, 2.0, 5.0, -2.0)
@@ -58,18 +57,25 @@ QUICK_GOALS, FULL_GOALS = 1, 4
 """Feasible goals per object × profile (the experiment's trial goals, seed 0, in order)."""
 
 
+class Family(enum.Enum):
+    """The two residual families of the module doc."""
+
+    POSE = "pose"
+    FORCE = "force"
+
+
 @dataclass(frozen=True)
 class Residual:
-    """A hand-set residual policy: ``family`` "pose" with ``gains = (k_n, k_t, k_θ)`` or "force" with
+    """A hand-set residual policy: ``Family.POSE`` with ``gains = (k_n, k_t, k_θ)`` or ``Family.FORCE`` with
     ``(k_f, k_θ)``; ``__call__`` maps the observation ``(OBS_DIM,)`` to an action ``(3,)`` in [−1, 1]."""
 
-    family: str
+    family: Family
     gains: tuple[float, ...]
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         dev = obs[11:14].astype(np.float64) * np.array([ctl.POS_SCALE, ctl.POS_SCALE, ctl.ANG_SCALE])
         yaw = -self.gains[-1] * dev[2] / ctl.ACTION_ANG_SCALE
-        if self.family == "pose":
+        if self.family is Family.POSE:
             kn, kt, _ = self.gains
             action = [-kn * dev[0] / ctl.ACTION_LIN_SCALE, -kt * dev[1] / ctl.ACTION_LIN_SCALE, yaw]
         else:
@@ -79,10 +85,10 @@ class Residual:
 
     @property
     def name(self) -> str:
-        return f"{self.family}({', '.join(f'{g:+g}' for g in self.gains)})"
+        return f"{self.family.value}({', '.join(f'{g:+g}' for g in self.gains)})"
 
 
-POLICIES = [None] + [Residual("pose", g) for g in POSE_GAINS] + [Residual("force", g) for g in FORCE_GAINS]
+POLICIES = [None] + [Residual(Family.POSE, g) for g in POSE_GAINS] + [Residual(Family.FORCE, g) for g in FORCE_GAINS]
 """The PD alone (None) and every hand-set residual."""
 
 

@@ -39,7 +39,7 @@ def test_pose_feedback_pushes_against_the_deviation_in_action_units(bound, plan)
     pose[:2] += ctl.push_frame(plan, k).T @ dev[:2]
     pose[2] += dev[2]
     obs = ctl.observe(plan, k, np.zeros((2, 2)), np.zeros(6), pose)
-    action = bound.Residual("pose", (0.5, 0.5, 1.0))(obs)
+    action = bound.Residual(bound.Family.POSE, (0.5, 0.5, 1.0))(obs)
     expected = [-0.5 * dev[0] / ctl.ACTION_LIN_SCALE, -0.5 * dev[1] / ctl.ACTION_LIN_SCALE,
                 -1.0 * dev[2] / ctl.ACTION_ANG_SCALE]
     np.testing.assert_allclose(action, expected, atol=1e-5)
@@ -49,7 +49,7 @@ def test_force_feedback_acts_on_the_total_normal_force_error(bound, plan):
     k = 50
     actual = np.array([[0.1, 0.05], [0.3, -0.02]])
     obs = ctl.observe(plan, k, actual, np.zeros(6), plan.poses[k])
-    action = bound.Residual("force", (0.4, 0.0))(obs)
+    action = bound.Residual(bound.Family.FORCE, (0.4, 0.0))(obs)
     missing = plan.f_n[k].sum() - actual[:, 0].sum()
     np.testing.assert_allclose(action, [np.clip(0.4 * missing, -1, 1), 0.0, 0.0], atol=1e-5)
 
