@@ -264,3 +264,82 @@ def test_no_source_module_can_unpickle():
             names += [ast.unparse(node.func)] if isinstance(node, ast.Call) else []
             found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in UNPICKLERS or n in UNPICKLERS]
     assert found == []
+
+
+SPECIAL_DEADLINE_S = 120
+"""Seconds a command may take to refuse a special file; a command blocked on a FIFO is stopped by SIGALRM then."""
+
+
+class _Blocked(Exception):
+    pass
+
+
+@pytest.fixture
+def deadline():
+    """Fail, instead of hanging the suite, a test still running after :data:`SPECIAL_DEADLINE_S`."""
+    import signal
+
+    def blocked(signum, frame):
+        raise _Blocked(f"still running after {SPECIAL_DEADLINE_S} s: blocked on a special file?")
+
+    old = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(SPECIAL_DEADLINE_S)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _special_files(tmp: Path) -> dict[str, Path]:
+    """A FIFO nobody writes to, a directory, and /dev/zero (size 0, endless bytes) where the system has one."""
+    import os
+
+    fifo = tmp / "special" / "fifo"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    (tmp / "special" / "folder").mkdir()
+    found = {"fifo": fifo, "directory": tmp / "special" / "folder"}
+    if Path("/dev/zero").exists():
+        found["/dev/zero"] = Path("/dev/zero")
+    return found
+
+
+def _path_commands(bad: Path, data: Path, ckpt: Path, tmp: Path) -> dict[str, list[str]]:
+    """Commands beyond :func:`_commands` whose path arguments take a user's file (issue 35 part 1)."""
+    cube = str(DATA / "meshes" / "valid_cube_10mm.obj")
+    mapping = tmp / "mapping.json"
+    mapping.write_text("{}")
+    return {
+        "scene info": ["scene", "info", str(bad)],
+        "scene mesh --tool": ["scene", "mesh", "--tool", str(bad), "--slot", cube, "--out", str(tmp / "s.json")],
+        "scene mesh --slot": ["scene", "mesh", "--tool", cube, "--slot", str(bad), "--out", str(tmp / "s2.json")],
+        "collect --scene": ["collect", "--out", str(tmp / "c2.h5"), "--episodes", "1", "--steps", "2",
+                            "--scene", str(bad)],
+        "learn depth --init": ["learn", "depth", "--part", "paper-hole", "--out", str(tmp / "dn"), "--init",
+                               str(bad), "--steps", "1"],
+        "learn depth --part": ["learn", "depth", "--part", str(bad), "--out", str(tmp / "dn2"), "--steps", "1"],
+        "train --from-checkpoint": ["train", "--data", str(data), "--out", str(tmp / "t3"), "--steps", "1",
+                                    "--from-checkpoint", str(bad)],
+        "import csv": ["import", "csv", str(bad), "--mapping", str(mapping), "--out", str(tmp / "i.h5")],
+        "import csv --mapping": ["import", "csv", str(DATA / "files" / "log_ok.csv"), "--mapping", str(bad),
+                                 "--out", str(tmp / "i2.h5")],
+    }
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/zero"])
+def test_special_files_on_path_taking_commands_are_refused_in_one_line(kind, good, tmp_path, deadline):
+    special = _special_files(tmp_path)
+    if kind not in special:
+        pytest.skip(f"no {kind} on this system")
+    bad = special[kind]
+    runner = CliRunner()
+    commands = {**_commands(bad, *good, tmp_path), **_path_commands(bad, *good, tmp_path)}
+    skip = {"collect --out (resume)", "train --out (resume)", "results", "report --results"}
+    if kind == "directory":  # a folder is what these take, or what they write into
+        skip |= {"train --out (a file)", "evaluate --model", "learn depth --part"}
+    for command, argv in commands.items():
+        if command in skip:
+            continue
+        r = runner.invoke(app, argv)
+        where = f"{command} on {kind}: {r.output!r} {r.exception!r}"
+        assert r.exit_code == 2 and isinstance(r.exception, SystemExit), where
+        assert _one_line(r.output) and r.output.startswith("error: ") and str(bad) in r.output, where

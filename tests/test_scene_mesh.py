@@ -88,7 +88,7 @@ def test_load_scene_refuses_a_huge_file(tmp_path, monkeypatch):
     path = tmp_path / "big.json"
     path.write_text(peg_in_hole().to_json())
     monkeypatch.setattr(scene_module, "MAX_SCENE_FILE_BYTES", 100)
-    with pytest.raises(InvalidInputError, match="more than 100"):
+    with pytest.raises(InvalidInputError, match="exceeds the 100-byte limit"):
         load_scene(path)
 
 

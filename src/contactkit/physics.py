@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import InvalidInputError
+from contactkit.files import read_bounded_text
 from contactkit.rotations import quat_mul, quat_to_mat
 
 PRESET_NAMES = ("nominal", "target", "target-parametric")
@@ -254,8 +255,9 @@ def load_world(spec: str | Path | None) -> WorldParams:
     ``description``; at most :data:`MAX_WORLD_FILE_BYTES`.
 
     Raises:
-        InvalidInputError: one line naming the preset or file: unknown preset, missing, unreadable, too
-            large, not UTF-8 text, not valid JSON, not an object, or holding unknown or invalid parameters.
+        InvalidInputError: one line naming the preset or file: unknown preset, missing, unreadable, not a
+            regular file (a FIFO, a device, a directory), too large, not UTF-8 text, not valid JSON, not an object,
+            or holding unknown or invalid parameters.
     """
     if spec is None:
         return WorldParams()
@@ -265,10 +267,11 @@ def load_world(spec: str | Path | None) -> WorldParams:
         source = f"preset '{spec_str}'"
     else:
         path = Path(spec_str)
-        if not path.is_file():
+        if not path.exists():
             raise InvalidInputError(f"world '{spec_str}' is neither a preset {PRESET_NAMES} nor a JSON file")
         source = f"world file '{path}'"
-        text = _read_world_text(path, source)
+        text = read_bounded_text(path, MAX_WORLD_FILE_BYTES,
+                                 lambda problem, source=source: InvalidInputError(f"{source}: {problem}"), "JSON text")
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -281,19 +284,3 @@ def load_world(spec: str | Path | None) -> WorldParams:
     except (InvalidInputError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{source}: {exc}") from None
 
-
-def _read_world_text(path: Path, source: str) -> str:
-    """The UTF-8 text of a world file (InvalidInputError naming ``source`` when it cannot be)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_WORLD_FILE_BYTES:
-            raise InvalidInputError(f"{source}: {size} bytes, more than the {MAX_WORLD_FILE_BYTES} accepted; "
-                                    "not a world JSON file")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidInputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{source} is not UTF-8 JSON text (byte {data[exc.start]:#04x} at offset "
-                                f"{exc.start}); a binary file?") from None

@@ -409,21 +409,17 @@ def load_scene(path) -> Scene:
     """The :class:`Scene` in the JSON file ``path`` (written by :meth:`Scene.to_json` or ``contactkit scene``).
 
     Raises:
-        InvalidInputError: naming the file: missing, unreadable, larger than :data:`MAX_SCENE_FILE_BYTES`, not UTF-8
+        InvalidInputError: naming the file: missing, unreadable, not a regular file (a FIFO, a device, a directory),
+            larger than :data:`MAX_SCENE_FILE_BYTES`, not UTF-8
             JSON, or not a valid scene description (what is wrong, as :meth:`Scene.from_dict` says).
     """
     from pathlib import Path
 
+    from contactkit.files import read_bounded_text
+
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_SCENE_FILE_BYTES:
-            raise InvalidInputError(f"scene file '{path}': {size} bytes, more than {MAX_SCENE_FILE_BYTES} accepted")
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"scene file '{path}': cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"scene file '{path}': not UTF-8 JSON text (byte {exc.start})") from None
+    text = read_bounded_text(path, MAX_SCENE_FILE_BYTES,
+                             lambda problem: InvalidInputError(f"scene file '{path}': {problem}"), "JSON text")
     try:
         return Scene.from_json(text)
     except ContactkitError as exc:

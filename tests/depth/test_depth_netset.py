@@ -133,7 +133,7 @@ def test_manifest_refuses_a_changed_piece_an_escape_and_a_stranger(tmp_path):
         save_depth_net_set([paths[1], _write(tmp_path / "other", [piece(0.025, 0.03, 3)])[0]],
                            tmp_path / "set" / "x.json")
     for text, message in [("{}", "format"), ('{"format": "contactkit.depth-set", "format_version": "1"}', "pieces"),
-                          ("[" * 10_000, "not a JSON manifest"), ("x" * 70_000, "more than")]:
+                          ("[" * 10_000, "not a JSON manifest"), ("x" * 70_000, "70000 bytes exceeds the 65536")]:
         manifest.write_text(text)
         with pytest.raises(CheckpointError, match=message):
             load_depth_nets(manifest)

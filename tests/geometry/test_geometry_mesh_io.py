@@ -80,9 +80,9 @@ def test_open_mesh_loads_only_when_watertightness_is_waived():
 
 
 def test_missing_file_and_directory(tmp_path):
-    with pytest.raises(GeometryError, match="nowhere.obj.*cannot read"):
+    with pytest.raises(GeometryError, match="nowhere.obj.*cannot be read"):
         load_mesh(tmp_path / "nowhere.obj")
-    with pytest.raises(GeometryError, match="cannot read"):
+    with pytest.raises(GeometryError, match="is a directory, expected a regular file"):
         load_mesh(tmp_path)
 
 

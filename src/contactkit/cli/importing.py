@@ -43,6 +43,24 @@ def scene_text(path: Path) -> str:
         raise InvalidInputError(f"--scene: {exc}") from None
 
 
+def check_log_paths(fmt: str, logs: list[Path], mapping: Path) -> None:
+    """Refuse, before anything is opened, a mapping or log path that is not a regular file (a bag may also be a
+    folder): a FIFO would block the reader, a device such as ``/dev/zero`` would be read until memory runs out.
+
+    Raises:
+        InvalidInputError: naming the option or log and what the path is.
+    """
+    from contactkit.files import PathKind, expect_path
+
+    expect_path(mapping, PathKind.FILE, lambda problem: InvalidInputError(f"--mapping {mapping}: {problem}"))
+    for path in logs:
+        try:
+            expect_path(path, PathKind.FILE, lambda problem, p=path: InvalidInputError(f"log {p}: {problem}"))
+        except InvalidInputError:
+            if fmt != "bag" or not path.is_dir():
+                raise
+
+
 def forward_kinematics(spec: str):
     """The function named by ``--fk MODULE:FUNCTION`` (InvalidInputError when it cannot be found)."""
     module, _, name = spec.partition(":")
@@ -69,6 +87,7 @@ def _import(fmt: str, logs: list[Path], mapping: Path, out: Path, scene: Path | 
             raise InvalidInputError(f"--seed must be >= 0, got {seed}")
         if rate is not None and not rate > 0:
             raise InvalidInputError(f"--rate must be > 0 [Hz], got {rate}")
+        check_log_paths(fmt, logs, mapping)
         m = load_mapping(mapping)
         if rate is not None:
             m = dataclasses.replace(m, control_rate=float(rate))

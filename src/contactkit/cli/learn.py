@@ -171,8 +171,8 @@ def _start_from(checkpoint: Path, last: Path, resume: bool) -> None:
     Raises:
         InvalidInputError: OUT already holds a run, or --no-resume. CheckpointError: the file is unusable.
     """
-    from contactkit.files import write_atomic
-    from contactkit.models.gnn.checkpoint import load_checkpoint
+    from contactkit.files import read_bounded, write_atomic
+    from contactkit.models.gnn.checkpoint import MAX_FILE_BYTES, load_checkpoint
 
     if not resume:
         raise InvalidInputError("--from-checkpoint continues a run: it cannot be combined with --no-resume")
@@ -181,7 +181,8 @@ def _start_from(checkpoint: Path, last: Path, resume: bool) -> None:
                                 "empty --out, or drop --from-checkpoint to continue that run")
     if not load_checkpoint(checkpoint).train_state.get("config"):
         raise InvalidInputError(f"--from-checkpoint {checkpoint}: it holds no training state to continue")
-    write_atomic(last, checkpoint.read_bytes())
+    write_atomic(last, read_bounded(checkpoint, MAX_FILE_BYTES,
+                                    lambda problem: InvalidInputError(f"--from-checkpoint {checkpoint}: {problem}")))
 
 
 @app.command()

@@ -35,6 +35,7 @@ from contactkit.data.schema import (
     validate_scene_json,
 )
 from contactkit.errors import DatasetError, InvalidInputError
+from contactkit.files import PathKind, expect_path
 
 OPEN_FOR_WRITE_MESSAGE = "already open for write"
 """Fragment of the HDF5 error raised when a file's superblock still says it is open for writing."""
@@ -90,13 +91,13 @@ def open_hdf5(path: str | os.PathLike) -> tuple[h5py.File, bool]:
     ``swmr=True`` and reported as not closed cleanly.
 
     Raises:
-        DatasetError: the file is missing, a directory, empty, not HDF5 or truncated.
+        DatasetError: the file is missing, not a regular file (a directory, a FIFO, a device), empty, not HDF5 or
+            truncated.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
         raise DatasetError(f"{path}: no such dataset file")
-    if os.path.isdir(path):
-        raise DatasetError(f"{path}: is a directory, not a dataset file")
+    expect_path(path, PathKind.FILE, lambda problem: DatasetError(f"{path}: {problem}, not a dataset file"))
     if os.path.getsize(path) == 0:
         raise DatasetError(f"{path}: empty file (0 bytes), not an HDF5 dataset")
     try:

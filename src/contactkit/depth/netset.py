@@ -15,10 +15,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from contactkit.depth.checkpoint import MAX_FILE_BYTES as MAX_NET_BYTES
 from contactkit.depth.checkpoint import load_depth_net
 from contactkit.depth.network import DepthNetSet
 from contactkit.errors import CheckpointError, InvalidInputError
-from contactkit.files import write_atomic
+from contactkit.files import read_bounded, write_atomic
 from contactkit.geometry.part import Part
 
 SET_FORMAT = "contactkit.depth-set"
@@ -29,8 +30,10 @@ MANIFEST_SUFFIX = ".json"
 """A network path with this suffix is a manifest; any other is a single network file."""
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _sha256(path: Path, manifest: Path) -> str:
+    """The sha256 of the network file ``path`` (read bounded as a network is; CheckpointError naming ``manifest``)."""
+    data = read_bounded(path, MAX_NET_BYTES, lambda problem: _fail(manifest, f"piece '{path}': {problem}"))
+    return hashlib.sha256(data).hexdigest()
 
 
 def save_depth_net_set(pieces: Sequence[str | Path], path: str | Path) -> Path:
@@ -58,7 +61,8 @@ def save_depth_net_set(pieces: Sequence[str | Path], path: str | Path) -> Path:
     order = sorted(range(len(nets)), key=lambda i: float(nets[i].feature_lo[-1]))
     manifest = {"format": SET_FORMAT, "format_version": SET_FORMAT_VERSION, "part_name": net_set.part_name,
                 "mesh_sha256": nets[0].mesh_sha256,
-                "pieces": [{"path": files[i].resolve().relative_to(folder).as_posix(), "sha256": _sha256(files[i]),
+                "pieces": [{"path": files[i].resolve().relative_to(folder).as_posix(),
+                            "sha256": _sha256(files[i], path),
                             "z_window_m": [float(nets[i].feature_lo[-1]), float(nets[i].feature_hi[-1])]}
                            for i in order]}
     return write_atomic(path, json.dumps(manifest, indent=1) + "\n")
@@ -78,15 +82,10 @@ def _fail(path: Path, problem: str) -> CheckpointError:
 
 def _manifest(path: Path) -> dict:
     """The manifest's JSON object, its format, version and piece entries checked (CheckpointError if not)."""
+    data = read_bounded(path, MAX_MANIFEST_BYTES, lambda problem: _fail(path, problem))
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
-    if size > MAX_MANIFEST_BYTES:
-        raise _fail(path, f"{size} bytes, more than a manifest's {MAX_MANIFEST_BYTES}")
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(path, f"not a JSON manifest ({type(exc).__name__}: {str(exc)[:120]})") from None
     if not isinstance(doc, dict) or doc.get("format") != SET_FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else None
@@ -124,9 +123,7 @@ def load_depth_nets(path: str | Path, part: Part | None = None) -> DepthNetSet:
         resolved = (folder / piece).resolve()
         if piece.is_absolute() or not resolved.is_relative_to(folder):
             raise _fail(path, f"piece {entry['path']!r} lies outside the manifest's folder")
-        if not resolved.is_file():
-            raise _fail(path, f"piece {entry['path']!r}: no such file")
-        if _sha256(resolved) != entry["sha256"]:
+        if _sha256(resolved, path) != entry["sha256"]:
             raise _fail(path, f"piece {entry['path']!r} differs from the file the manifest was written with "
                               "(sha256)")
         nets.append(load_depth_net(resolved, part))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from contactkit.errors import ResultStoreError
 from contactkit.eval.store import default_results_dir, source_root
+from contactkit.files import read_bounded
 
 RESULTS_PAGE = Path("docs/RESULTS.md")
 """The generated page, relative to the source checkout's root."""
@@ -86,16 +87,20 @@ def render_one(data: dict) -> str:
     return "\n".join(lines)
 
 
+MAX_RESULT_FILE_BYTES = 64 * 2**20
+"""Largest stored result read [bytes] (the largest in docs/results is 89 kB)."""
+
+
 def read_result(path: str | Path) -> dict:
     """The stored result in ``path``: a UTF-8 JSON object.
 
     Raises:
         ResultStoreError: one line naming the file: unreadable, not UTF-8, not JSON, or not a JSON object.
     """
+    raw = read_bounded(path, MAX_RESULT_FILE_BYTES,
+                       lambda problem: ResultStoreError(f"result file '{path}': {problem}"))
     try:
-        data = json.loads(Path(path).read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise ResultStoreError(f"result file '{path}' cannot be read ({exc.strerror or exc})") from None
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ResultStoreError(f"result file '{path}' is not UTF-8 JSON text (byte offset {exc.start})") from None
     except (json.JSONDecodeError, RecursionError) as exc:

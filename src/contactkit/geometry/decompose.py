@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import GeometryError, InvalidInputError
-from contactkit.files import write_atomic
+from contactkit.files import read_bounded, write_atomic
 from contactkit.geometry.decomposition_error import decomposition_errors
 from contactkit.geometry.part import ConvexPiece, Part, mesh_sha256
 from contactkit.geometry.validate import (
@@ -245,6 +245,11 @@ def _coacd_version() -> str:
         return "unknown"
 
 
+MAX_CACHE_ENTRY_BYTES = 256 * 2**20
+"""Largest decomposition cache entry read [bytes] (as a mesh file's limit: the pieces hold fewer vertices than the
+mesh); a larger entry, or one that is not a regular file, is ignored and rebuilt."""
+
+
 def _cache_key(digest: str, settings: DecompositionSettings) -> str:
     key = {"format": CACHE_FORMAT, "mesh_sha256": digest, "settings": settings.to_dict(), "coacd": _coacd_version()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
@@ -253,7 +258,7 @@ def _cache_key(digest: str, settings: DecompositionSettings) -> str:
 def _read_cache(path: Path, part: Part, digest: str, settings: DecompositionSettings):
     """``(pieces, report)`` from a valid cache entry for this mesh and settings; ``None`` for anything else."""
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(read_bounded(path, MAX_CACHE_ENTRY_BYTES, GeometryError).decode("utf-8"))
         if d["format"] != CACHE_FORMAT or d["mesh_sha256"] != digest or d["settings"] != settings.to_dict():
             return None
         pieces = tuple(ConvexPiece.from_dict(p) for p in d["pieces"])

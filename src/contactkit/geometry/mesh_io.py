@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import GeometryError
+from contactkit.files import read_bounded
 from contactkit.geometry.part import Part
 from contactkit.geometry.validate import (
     check_self_intersections,
@@ -136,13 +137,7 @@ def _read_text(path: Path) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_MESH_FILE_BYTES:
-            raise GeometryError(f"mesh file '{path}': {size} bytes, more than {MAX_MESH_FILE_BYTES} accepted")
-        return path.read_bytes()
-    except OSError as e:
-        raise GeometryError(f"mesh file '{path}': cannot read: {e.strerror or e}") from None
+    return read_bounded(path, MAX_MESH_FILE_BYTES, lambda problem: GeometryError(f"mesh file '{path}': {problem}"))
 
 
 def _read_with_trimesh(path: Path) -> tuple[np.ndarray, np.ndarray]:

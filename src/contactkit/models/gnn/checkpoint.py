@@ -25,7 +25,7 @@ import torch
 
 from contactkit.devices import check_device
 from contactkit.errors import CheckpointError, ContactkitError
-from contactkit.files import write_atomic
+from contactkit.files import read_bounded, write_atomic
 from contactkit.model import ActionMode
 from contactkit.models.gnn.kinematics import StepSpec
 from contactkit.models.gnn.model import EncodeProcessDecode, ModelConfig
@@ -172,13 +172,7 @@ def load_checkpoint(path: str | Path, expected_config: ModelConfig | None = None
             version, not matching ``expected_config`` or ``action_mode``, or holding non-finite weights.
     """
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise _fail(path, f"file of {size} bytes exceeds the {MAX_FILE_BYTES}-byte limit")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _fail(path, f"cannot be read ({exc.strerror or exc})") from None
+    data = read_bounded(path, MAX_FILE_BYTES, lambda problem: _fail(path, problem))
     header = _read_header(path, data)
     meta = header.get("__metadata__") or {}
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
