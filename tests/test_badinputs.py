@@ -343,3 +343,37 @@ def test_special_files_on_path_taking_commands_are_refused_in_one_line(kind, goo
         where = f"{command} on {kind}: {r.output!r} {r.exception!r}"
         assert r.exit_code == 2 and isinstance(r.exception, SystemExit), where
         assert _one_line(r.output) and r.output.startswith("error: ") and str(bad) in r.output, where
+
+
+WORLD_VALUES = [("gravity", "false", "world.gravity"), ("linear_damping", "0.02", "world.linear_damping"),
+                ("ft_bias", [1e308, 0, 0, 0, 0, 0], "world.ft_bias[0]"), ("linear_damping", 1e308,
+                                                                         "world.linear_damping"),
+                ("tool_mass", 1e308, "world.tool_mass"), ("mass_scale", 1e308, "world.mass_scale"),
+                ("timestep", 1e308, "world.timestep"), ("n_substeps", "25", "world.n_substeps"),
+                ("solimp", [0.9, 0.95, 0.001, 0.5, "2"], "world.solimp")]
+"""Absurd and mistyped world values (issue 35 part 2): ``(field, value, the name the error must give)``."""
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "engine"])
+def test_absurd_and_mistyped_world_values_are_refused_naming_the_field(backend, tmp_path):
+    runner = CliRunner()
+    for name, value, named in WORLD_VALUES:
+        world = tmp_path / f"{name}.json"
+        world.write_text(json.dumps({name: value}))
+        out = tmp_path / f"{name}.h5"
+        r = runner.invoke(app, ["collect", "--out", str(out), "--episodes", "1", "--steps", "2", "--world",
+                                str(world), "--backend", backend])
+        where = f"{name}={value!r}: {r.output!r}"
+        assert r.exit_code == 2 and isinstance(r.exception, SystemExit), where
+        assert _one_line(r.output) and r.output.startswith("error: ") and named in r.output, where
+        assert not out.exists(), where
+
+
+def test_an_absurd_scene_tool_mass_is_refused_naming_the_tool(tmp_path):
+    d = json.loads(peg_in_hole("square", 1e-3).to_json())
+    d["tool"]["mass"] = 1e308
+    scene = tmp_path / "heavy.json"
+    scene.write_text(json.dumps(d))
+    r = CliRunner().invoke(app, ["scene", "info", str(scene)])
+    assert r.exit_code == 2 and _one_line(r.output), r.output
+    assert str(scene) in r.output and "mass must be in [1e-06, 10000] kg" in r.output

@@ -111,3 +111,33 @@ def test_the_batched_mujoco_model_raises_instead_of_returning_reset_states(tmp_p
     assert mujoco.get_mju_user_warning() is None
     states, _ = model.step(history, np.zeros((3, 6)))
     assert np.all(np.isfinite(states.pos))
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+def test_an_error_inside_a_step_is_simulation_diverged_with_the_state_kept(world_type, monkeypatch):
+    """Issue 35 part 2: a LinAlgError (engine) or MuJoCo's FatalError raised inside the step is reported as
+    SimulationDiverged naming the step, and the world keeps the state it had before it."""
+    world = world_type(peg_in_hole("hexagon", 1e-3))
+    world.step(np.zeros(6), ActionMode.WRENCH)
+    before = world.state().as_array()
+    if world_type is EngineWorld:
+        def failing(*args):
+            raise np.linalg.LinAlgError("Singular matrix")
+        monkeypatch.setattr("contactkit.engine.world.advance", failing)
+    else:
+        def failing(*args):
+            raise mujoco.FatalError("engine error")
+        monkeypatch.setattr(world, "_rollout", failing)
+    with pytest.raises(SimulationDiverged, match=r"control step 1 .*(Singular matrix|engine error)"):
+        world.step(push(1.0), ActionMode.WRENCH)
+    assert np.array_equal(world.state().as_array(), before)
+
+
+def test_a_mujoco_compile_error_names_the_fields_that_set_it():
+    """An inertia below MuJoCo's mjMINVAL passes WorldParams (positive, triangle inequality) but not MuJoCo's
+    compiler: one line naming the inertia fields, not MuJoCo's ValueError."""
+    params = WorldParams(tool_mass=0.3, tool_inertia=(1e-20, 1e-20, 1e-20, 0.0, 0.0, 0.0))
+    with pytest.raises(InvalidInputError, match=r"cannot compile.*check tool.inertia \(scene\), world.tool_inertia") \
+            as err:
+        MujocoWorld(peg_in_hole("hexagon", 1e-3), params)
+    assert len(str(err.value).splitlines()) == 1

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from contactkit import physics
 from contactkit.errors import InvalidInputError
 from contactkit.physics import PRESET_NAMES, WorldParams, load_world
 
@@ -83,3 +84,51 @@ def test_unknown_preset_or_missing_file():
 def test_control_period():
     assert WorldParams(timestep=0.002, n_substeps=25).control_dt == pytest.approx(0.05)
     assert np.isfinite(load_world(None).control_dt)
+
+
+MISTYPED = [("gravity", "false", "world.gravity must be true or false"),
+            ("linear_damping", "0.02", r"world.linear_damping must be a number \[N s/m\], got '0.02'"),
+            ("timestep", True, r"world.timestep must be a number \[s\], got True"),
+            ("n_substeps", True, r"world.n_substeps must be an integer"),
+            ("n_substeps", 2.0, r"world.n_substeps must be an integer"),
+            ("solref", ["0.02", 1.0], "world.solref must be a list of 2 finite numbers"),
+            ("ft_bias", "000000", "world.ft_bias must be a list of 6 finite numbers"),
+            ("tool_mass", "1", r"world.tool_mass must be a number \[kg\]")]
+"""``(field, value of the wrong type, expected message)``: each refused with the field named, none converted."""
+
+
+@pytest.mark.parametrize("name,value,message", MISTYPED, ids=[f"{n}={v!r}" for n, v, _ in MISTYPED])
+def test_world_fields_of_the_wrong_type_are_refused_naming_the_field(name, value, message):
+    with pytest.raises(InvalidInputError, match=message):
+        WorldParams.from_dict({name: value})
+
+
+ABSURD = [("timestep", 1e308, r"world.timestep = 1e\+308 \[s\] is out of range: must be > 0 and <= 1 "),
+          ("timestep", float("inf"), r"world.timestep must be a finite number \[s\], got inf"),
+          ("linear_damping", 1e308, "glued, not damped"),
+          ("angular_damping", physics.MAX_ANGULAR_DAMPING * 1.01, "glued, not damped"),
+          ("mass_scale", 1e308, "another object"), ("mass_scale", 1e-4, "another object"),
+          ("friction_scale", 1e3, "dry-contact"),
+          ("tool_mass", 1e308, "payload of the largest industrial arms"),
+          ("tool_mass", 1e-20, "from a milligram"),
+          ("n_substeps", physics.MAX_SUBSTEPS + 1, r"integer in \[1, 100000\]"),
+          ("ft_bias", [1e308, 0, 0, 0, 0, 0], r"world.ft_bias\[0\] = 1e\+308 N is beyond 100000 N"),
+          ("ft_noise_std", [0, 0, 0, 0, 0, 2e4], r"world.ft_noise_std\[5\] = 20000 N m is beyond 10000 N m"),
+          ("compliance_mass", 1e5, "payload"),
+          ("tool_inertia", [1e5, 1e5, 1e5, 0, 0, 0], "principal moment 100000 is beyond 10000")]
+"""``(field, finite or infinite but absurd value, expected message)``: the reason is in the message."""
+
+
+@pytest.mark.parametrize("name,value,message", ABSURD, ids=[f"{n}={v!r}" for n, v, _ in ABSURD])
+def test_absurd_world_values_are_refused_with_the_physical_reason(name, value, message):
+    with pytest.raises(InvalidInputError, match=message):
+        WorldParams.from_dict({name: value})
+
+
+def test_values_at_the_bounds_are_accepted_and_kept_bit_for_bit():
+    p = WorldParams(timestep=physics.MAX_TIMESTEP_S, mass_scale=physics.MASS_SCALE_RANGE[1],
+                    linear_damping=physics.MAX_LINEAR_DAMPING, ft_bias=(physics.MAX_FT_FORCE_N, 0, 0, 0, 0,
+                                                                        -physics.MAX_FT_TORQUE_NM))
+    assert (p.timestep, p.mass_scale, p.linear_damping) == (1.0, 1e3, 1e4)
+    assert p.ft_bias == (1e5, 0.0, 0.0, 0.0, 0.0, -1e4)
+    assert WorldParams.from_dict(p.to_dict()) == p

@@ -37,7 +37,7 @@ def test_scene_is_frozen():
         scene.name = "x"
 
 
-@pytest.mark.parametrize("mass", [0.0, -1.0, float("nan")])
+@pytest.mark.parametrize("mass", [0.0, -1.0, float("nan"), 1e308, 1e-20])
 def test_bad_mass_is_refused(mass):
     part = peg_in_hole().tool.part
     with pytest.raises(InvalidInputError, match="mass"):
@@ -152,3 +152,14 @@ def test_depth_model_is_optional_validated_and_serialised_only_when_set():
     d["statics"][1]["depth_model"] = 7
     with pytest.raises(InvalidInputError, match="depth_model"):
         Scene.from_dict(d)
+
+
+def test_an_absurd_tool_mass_or_inertia_is_refused_with_its_bounds():
+    from contactkit.bounds import MAX_TOOL_INERTIA_KGM2, MAX_TOOL_MASS_KG
+
+    part = peg_in_hole().tool.part
+    with pytest.raises(InvalidInputError, match=r"mass must be in \[1e-06, 10000\] kg .*payload.* got 1e\+308"):
+        Tool(part, 1e308, np.zeros(3), np.eye(3) * 1e-5)
+    with pytest.raises(InvalidInputError, match=r"largest principal moment is beyond 10000 kg m\^2"):
+        Tool(part, 1.0, np.zeros(3), np.eye(3) * MAX_TOOL_INERTIA_KGM2 * 2)
+    assert Tool(part, MAX_TOOL_MASS_KG, np.zeros(3), np.eye(3) * MAX_TOOL_INERTIA_KGM2).mass == MAX_TOOL_MASS_KG

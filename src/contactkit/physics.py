@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contactkit.bounds import MAX_TOOL_INERTIA_KGM2, MAX_TOOL_MASS_KG, MIN_TOOL_MASS_KG, TOOL_MASS_REASON
 from contactkit.errors import InvalidInputError
 from contactkit.files import read_bounded_text
 from contactkit.rotations import quat_mul, quat_to_mat
@@ -30,6 +31,44 @@ MAX_LATENCY_SUBSTEPS = 100_000
 world hold millions of pending commands."""
 INERTIA_TRIANGLE_TOL = 1e-12
 """Slack [kg·m²] of the principal-moment triangle inequality of ``tool_inertia`` (a thin rod's equality passes)."""
+
+
+MAX_TIMESTEP_S = 1.0
+"""Longest physics step [s]: over one second a contact simulation resolves nothing (the tool falls 4.9 m under
+gravity in one step); the impedance controller's own bound (:mod:`contactkit.control.stability`) is far shorter."""
+MAX_SUBSTEPS = 100_000
+"""Most physics steps per control step (20 Hz at 2 ms needs 25; at the shortest useful step, 10 µs, a 1 s control
+period needs 100,000); keeps ``control_dt`` finite."""
+MAX_FRICTION_SCALE = 100.0
+"""Largest ``friction_scale``: a scene's coefficients (0.1–1) times 100 are far beyond any measured dry-contact pair
+(μ of a few at most, clean metals in vacuum)."""
+MASS_SCALE_RANGE = (1e-3, 1e3)
+"""``mass_scale`` bounds: a tool 1000 times lighter or heavier than the scene's is another object."""
+MASS_SCALE_REASON = "a tool 1000 times lighter or heavier than the scene's is another object; give tool_mass [kg]"
+MAX_LINEAR_DAMPING = 1e4
+"""Largest ``linear_damping`` [N·s/m]: at 1e4 a 1 kg tool's velocity decays in 0.1 ms — glued, not damped."""
+MAX_ANGULAR_DAMPING = 1e2
+"""Largest ``angular_damping`` [N·m·s/rad]: at 100 a 0.01 kg·m² tool's spin decays in 0.1 ms — glued, not damped."""
+MAX_WRIST_ARMATURE = 10.0
+"""Largest ``wrist_armature`` [kg·m²]: a 1e-4 kg·m² rotor behind a 100:1 gear reflects 1 kg·m²; ten times that."""
+MAX_FT_FORCE_N = 1e5
+"""Largest F/T bias or noise force component [N]; see :data:`FT_RANGE_REASON`."""
+MAX_FT_TORQUE_NM = 1e4
+"""Largest F/T bias or noise torque component [N·m]; see :data:`FT_RANGE_REASON`."""
+FT_RANGE_REASON = ("an order of magnitude beyond the full scale of the largest 6-axis F/T sensors, tens of kN and "
+                   "a few kN m: a sensor error, not a bias or noise")
+_POSITIVE_SCALARS = (
+    ("timestep", "s", 0.0, MAX_TIMESTEP_S, "over one second a contact simulation resolves nothing"),
+    ("friction_scale", "", 0.0, MAX_FRICTION_SCALE, "beyond any measured dry-contact friction"),
+    ("impratio", "", 0.0, np.inf, "MuJoCo's frictional-to-normal impedance ratio"),
+)
+"""``(field, unit, lower bound (excluded), upper bound, reason)`` of the scalars that must be positive."""
+_NON_NEGATIVE_SCALARS = (
+    ("linear_damping", "N s/m", MAX_LINEAR_DAMPING, "a 1 kg tool would be glued, not damped"),
+    ("angular_damping", "N m s/rad", MAX_ANGULAR_DAMPING, "a 0.01 kg m^2 tool would be glued, not damped"),
+    ("wrist_armature", "kg m^2", MAX_WRIST_ARMATURE, "ten times a large arm's reflected wrist inertia"),
+)
+"""``(field, unit, upper bound, reason)`` of the scalars that must be >= 0."""
 
 
 @dataclass(frozen=True)
@@ -98,29 +137,42 @@ class WorldParams:
     ft_filter_hz: float = 0.0
 
     def __post_init__(self):
-        for name in ("timestep", "friction_scale", "mass_scale", "impratio"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
-                raise InvalidInputError(f"world.{name} must be a positive finite number, got {v!r}")
-        if not (isinstance(self.n_substeps, int) and self.n_substeps >= 1):
-            raise InvalidInputError(f"world.n_substeps must be an integer >= 1, got {self.n_substeps!r}")
-        for name, n in (("solref", 2), ("solimp", 5), ("ft_noise_std", 6), ("ft_bias", 6)):
-            v = tuple(float(x) for x in getattr(self, name))
-            if len(v) != n or not all(np.isfinite(v)):
-                raise InvalidInputError(
-                    f"world.{name} must be {n} finite numbers, got {getattr(self, name)!r}"
-                )
-            object.__setattr__(self, name, v)
-        if any(s < 0 for s in self.ft_noise_std):
-            raise InvalidInputError(f"world.ft_noise_std must be >= 0, got {self.ft_noise_std}")
-        for name in ("linear_damping", "angular_damping", "wrist_armature"):
-            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
-                raise InvalidInputError(f"world.{name} must be >= 0")
+        for name, unit, lo, hi, reason in _POSITIVE_SCALARS:
+            _bounded(name, getattr(self, name), unit, lo, hi, reason, lo_inclusive=False)
+        for name, unit, hi, reason in _NON_NEGATIVE_SCALARS:
+            _bounded(name, getattr(self, name), unit, 0.0, hi, reason)
+        _bounded("mass_scale", self.mass_scale, "", *MASS_SCALE_RANGE, MASS_SCALE_REASON)
+        n = self.n_substeps
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_SUBSTEPS:
+            raise InvalidInputError(f"world.n_substeps must be an integer in [1, {MAX_SUBSTEPS}] (physics steps per "
+                                    f"control step), got {n!r}")
+        if not isinstance(self.gravity, (bool, np.bool_)):
+            raise InvalidInputError(f"world.gravity must be true or false (a JSON boolean), got {self.gravity!r} "
+                                    f"({type(self.gravity).__name__})")
+        object.__setattr__(self, "n_substeps", int(n))
+        object.__setattr__(self, "gravity", bool(self.gravity))
+        for name, n in (("solref", 2), ("solimp", 5)):
+            object.__setattr__(self, name, _finite_tuple(name, getattr(self, name), n))
+        self._validate_sensor_errors()
         if self.cone not in ("elliptic", "pyramidal"):
             raise InvalidInputError(f"world.cone must be 'elliptic' or 'pyramidal', got {self.cone!r}")
         if self.integrator not in ("implicitfast", "implicit", "Euler", "RK4"):
             raise InvalidInputError(f"world.integrator {self.integrator!r} is not a MuJoCo integrator")
         self._validate_real_cell()
+
+    def _validate_sensor_errors(self) -> None:
+        """``ft_noise_std`` (>= 0) and ``ft_bias``: 6 finite numbers each, forces within :data:`MAX_FT_FORCE_N`
+        and torques within :data:`MAX_FT_TORQUE_NM` (normalised to tuples of floats)."""
+        for name in ("ft_noise_std", "ft_bias"):
+            v = _finite_tuple(name, getattr(self, name), 6)
+            object.__setattr__(self, name, v)
+            for axis, x in enumerate(v):
+                bound, unit = (MAX_FT_FORCE_N, "N") if axis < 3 else (MAX_FT_TORQUE_NM, "N m")
+                if abs(x) > bound:
+                    raise InvalidInputError(f"world.{name}[{axis}] = {x:g} {unit} is beyond {bound:g} {unit} "
+                                            f"({FT_RANGE_REASON})")
+        if any(s < 0 for s in self.ft_noise_std):
+            raise InvalidInputError(f"world.ft_noise_std must be >= 0, got {self.ft_noise_std}")
 
     def _validate_real_cell(self) -> None:
         """Validate (and normalise to tuples of floats) the mass overrides, the sensor mount and the unmodelled
@@ -139,19 +191,16 @@ class WorldParams:
         if any(x < 0 for x in c) or (any(k) and not all(x > 0 for x in k)) or any(x < 0 for x in k):
             raise InvalidInputError(f"world.compliance_stiffness must be all 0 (rigid) or all > 0, and "
                                     f"compliance_damping >= 0; got {k} and {c}")
-        for name in ("compliance_mass", "ft_filter_hz"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-                raise InvalidInputError(f"world.{name} must be a finite number >= 0, got {v!r}")
+        _bounded("compliance_mass", self.compliance_mass, "kg", 0.0, MAX_TOOL_MASS_KG,
+                 "beyond the payload of the largest industrial arms")
+        _bounded("ft_filter_hz", self.ft_filter_hz, "Hz", 0.0, np.inf, "a cut-off frequency")
         if self.compliant and not self.compliance_mass > 0:
             raise InvalidInputError("world.compliance_mass must be > 0 when compliance_stiffness is set")
         self._validate_mass()
 
     def _validate_mass(self) -> None:
         if self.tool_mass is not None:
-            m = self.tool_mass
-            if isinstance(m, bool) or not isinstance(m, (int, float)) or not (np.isfinite(m) and m > 0):
-                raise InvalidInputError(f"world.tool_mass must be a positive finite number [kg] or null, got {m!r}")
+            m = _bounded("tool_mass", self.tool_mass, "kg", MIN_TOOL_MASS_KG, MAX_TOOL_MASS_KG, TOOL_MASS_REASON)
             if self.mass_scale != 1.0:
                 raise InvalidInputError(f"world.tool_mass ({m}) and mass_scale ({self.mass_scale}) both set: give "
                                         "one (an absolute mass replaces the scaled one)")
@@ -159,6 +208,9 @@ class WorldParams:
             v = _finite_tuple("tool_inertia", self.tool_inertia, 6)
             moments = np.linalg.eigvalsh(_inertia_matrix(v))
             a, b, c = np.sort(moments)
+            if c > MAX_TOOL_INERTIA_KGM2:
+                raise InvalidInputError(f"world.tool_inertia {v} [kg m^2]: principal moment {c:g} is beyond "
+                                        f"{MAX_TOOL_INERTIA_KGM2:g} (the heaviest payload 1 m from its centre)")
             if a <= 0 or a + b < c - INERTIA_TRIANGLE_TOL:
                 raise InvalidInputError(f"world.tool_inertia {v} (ixx, iyy, izz, ixy, ixz, iyz) [kg m^2] is not a "
                                         f"rigid body's inertia: principal moments {moments.tolist()} must be "
@@ -227,12 +279,34 @@ class WorldParams:
         return WorldParams(**conv)
 
 
+def _is_real(x) -> bool:
+    """Whether ``x`` is a real number (an int or float, numpy's too), not a bool or a string."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _bounded(name: str, value, unit: str, lo: float, hi: float, reason: str, lo_inclusive: bool = True) -> float:
+    """``value`` as a float after checking that it is a finite real number in ``[lo, hi]`` (``(lo, hi]`` when not
+    ``lo_inclusive``); InvalidInputError naming ``world.name``, its unit and ``reason`` otherwise."""
+    unit_txt = f" [{unit}]" if unit else ""
+    if not _is_real(value):
+        raise InvalidInputError(f"world.{name} must be a number{unit_txt}, got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if not np.isfinite(v):
+        raise InvalidInputError(f"world.{name} must be a finite number{unit_txt}, got {value!r}")
+    if (v < lo if lo_inclusive else v <= lo) or v > hi:
+        low = f"{'>=' if lo_inclusive else '>'} {lo:g}"
+        high = f" and <= {hi:g}" if np.isfinite(hi) else ""
+        raise InvalidInputError(f"world.{name} = {v:g}{unit_txt} is out of range: must be {low}{high} ({reason})")
+    return v
+
+
 def _finite_tuple(name: str, value, n: int) -> tuple[float, ...]:
-    """``value`` as a tuple of ``n`` finite floats (InvalidInputError naming ``world.name`` otherwise)."""
-    try:
-        v = tuple(float(x) for x in value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"world.{name} must be {n} finite numbers, got {value!r}") from None
+    """``value`` (a list, tuple or array of real numbers) as a tuple of ``n`` finite floats (InvalidInputError naming
+    ``world.name`` otherwise: a string, a bool or a nested list is not a number)."""
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+    if items is None or not all(_is_real(x) for x in items):
+        raise InvalidInputError(f"world.{name} must be a list of {n} finite numbers, got {value!r}")
+    v = tuple(float(x) for x in items)
     if len(v) != n or not all(np.isfinite(v)):
         raise InvalidInputError(f"world.{name} must be {n} finite numbers, got {value!r}")
     return v

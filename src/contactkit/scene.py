@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contactkit.bounds import MAX_TOOL_INERTIA_KGM2, MAX_TOOL_MASS_KG, MIN_TOOL_MASS_KG, TOOL_MASS_REASON
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.geometry.part import Part
 from contactkit.model import ActionMode
@@ -88,15 +89,17 @@ class Tool:
 
     def __post_init__(self):
         _check_pieces(self.part, "tool")
-        if not (np.isfinite(self.mass) and self.mass > 0):
-            raise InvalidInputError(
-                f"tool '{self.part.name}': mass must be positive and finite, got {self.mass}"
-            )
+        if not (np.isfinite(self.mass) and MIN_TOOL_MASS_KG <= self.mass <= MAX_TOOL_MASS_KG):
+            raise InvalidInputError(f"tool '{self.part.name}': mass must be in [{MIN_TOOL_MASS_KG:g}, "
+                                    f"{MAX_TOOL_MASS_KG:g}] kg ({TOOL_MASS_REASON}), got {self.mass}")
         inertia = np.asarray(self.inertia, dtype=np.float64)
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
             raise InvalidInputError(f"tool '{self.part.name}': inertia must be a finite 3x3 matrix")
         if not np.allclose(inertia, inertia.T, atol=1e-12) or np.linalg.eigvalsh(inertia).min() <= 0:
             raise InvalidInputError(f"tool '{self.part.name}': inertia must be symmetric positive definite")
+        if np.linalg.eigvalsh(inertia).max() > MAX_TOOL_INERTIA_KGM2:
+            raise InvalidInputError(f"tool '{self.part.name}': inertia's largest principal moment is beyond "
+                                    f"{MAX_TOOL_INERTIA_KGM2:g} kg m^2 (the heaviest payload 1 m from its centre)")
         if not (np.isfinite(self.friction) and self.friction >= 0):
             raise InvalidInputError(f"tool '{self.part.name}': friction must be >= 0, got {self.friction}")
         object.__setattr__(self, "inertia", inertia)

@@ -71,6 +71,10 @@ smallest contact gap seen at the start of a step [m] (inf without contacts), ste
 DIVERGED_MAGNITUDE = 1e10
 """A state component (position [m], quaternion, velocity [m/s, rad/s]) beyond this is diverged: MuJoCo's ``mjMAXVAL``,
 above which MuJoCo flags a bad position or velocity (:mod:`contactkit.mujoco.diverged`)."""
+STEP_FAILURES = (np.linalg.LinAlgError, ArithmeticError)
+"""Exceptions from inside an engine step (a singular effective mass, an overflow, a division by zero) that mean the
+step diverged: :meth:`EngineWorld.step` turns them into :class:`~contactkit.errors.SimulationDiverged` and keeps
+the state it had before the step."""
 
 
 def _body_model(scene: Scene, params: WorldParams, reach: float) -> BodyModel:
@@ -265,7 +269,8 @@ class EngineWorld:
         Raises:
             InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
                 (:attr:`contactkit.scene.Scene.limits`), or an unknown mode.
-            SimulationDiverged: the step produced a non-finite state or one beyond :data:`DIVERGED_MAGNITUDE`;
+            SimulationDiverged: the step produced a non-finite state or one beyond :data:`DIVERGED_MAGNITUDE`, or
+                failed inside the engine (:data:`STEP_FAILURES`: a singular matrix, an overflow);
                 :class:`~contactkit.errors.ToolTunnelled`: the tool passed through a static body
                 (:mod:`contactkit.collision.tunnelling`). Either way the state is left as it was before the step.
         """
@@ -279,9 +284,12 @@ class EngineWorld:
         self.limits.check(command, mode, "EngineWorld.step")
         control = self._control(command, mode)
         before = self._state.copy()
-        advance(self.geometry, self.body, control, self.settings, self._buffers, self._state, self._reading,
-                self._applied)
-        problem, error = self._divergence(), SimulationDiverged
+        try:
+            advance(self.geometry, self.body, control, self.settings, self._buffers, self._state, self._reading,
+                    self._applied)
+            problem, error = self._divergence(), SimulationDiverged
+        except STEP_FAILURES as exc:  # a singular or overflowing solve: the step's result cannot be trusted
+            problem, error = f"the step failed inside the engine ({type(exc).__name__}: {exc})", SimulationDiverged
         if problem is None:
             error = ToolTunnelled
             problem = find_tunnel(self._guard, *self._origin_pose(before), *self._origin_pose(self._state))

@@ -48,6 +48,26 @@ CONTROL_SPEC = (
 )
 BACKUP_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 """What a step saves first and restores when it fails: everything MuJoCo integrates from, targets included."""
+STEP_FAILURES = (mujoco.FatalError, np.linalg.LinAlgError, ArithmeticError)
+"""Exceptions from inside MuJoCo's rollout that mean the step diverged (:class:`SimulationDiverged`, state kept)."""
+COMPILE_FIELDS = (("inertia", "tool.inertia (scene), world.tool_inertia or world.mass_scale"),
+                  ("mass", "tool.mass (scene), world.tool_mass or world.mass_scale"),
+                  ("friction", "the scene's friction or world.friction_scale"),
+                  ("solref", "world.solref"), ("solimp", "world.solimp"), ("timestep", "world.timestep"),
+                  ("armature", "world.wrist_armature"), ("damping", "world.linear_damping or angular_damping"))
+"""``(word in MuJoCo's compile error, the scene or world fields that set it)``, first match named in the error."""
+
+
+def _compile(xml: str) -> mujoco.MjModel:
+    """The MuJoCo model of ``xml``; MuJoCo's compile error becomes a one-line InvalidInputError naming the fields
+    that set what it refuses (:data:`COMPILE_FIELDS`)."""
+    try:
+        return mujoco.MjModel.from_xml_string(xml)
+    except ValueError as exc:
+        text = " ".join(str(exc).split())
+        fields = next((f for word, f in COMPILE_FIELDS if word in text.lower()), "the scene or world parameters")
+        raise InvalidInputError(f"MujocoWorld: MuJoCo cannot compile this scene and world ({text[:300]}); "
+                                f"check {fields}") from None
 
 
 class MujocoWorld:
@@ -81,7 +101,7 @@ class MujocoWorld:
         self.limits = scene.limits
         self._guard = TunnelGuard.of(scene)
         self.xml = scene_to_mjcf(scene, self.params)
-        self.model = mujoco.MjModel.from_xml_string(self.xml)
+        self.model = _compile(self.xml)
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, TOOL_BODY)
@@ -218,7 +238,13 @@ class MujocoWorld:
         self._set_inputs(command, mode)
         issued = self._issue()
         segments = self._delay.segments(issued)
-        states, sensors, warnings = self._rollout(segments)
+        try:
+            states, sensors, warnings = self._rollout(segments)
+        except STEP_FAILURES as exc:
+            self._restore()
+            raise SimulationDiverged(f"MujocoWorld: control step {self.steps} since reset failed inside MuJoCo "
+                                     f"({type(exc).__name__}: {exc}); the world is left as it was before the step"
+                                     ) from None
         problem = divergence(d, states[:, 0], self._state_buf[0], m.opt.timestep, warnings)
         error = SimulationDiverged if problem else ToolTunnelled
         if problem is None:
