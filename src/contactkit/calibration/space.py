@@ -1,0 +1,140 @@
+"""The parameters a calibration may change, their bounds, and the map between a unit cube and a world.
+
+Act-FIGNet paper App. V-D calibrates MuJoCo's "mass, inertia, joint damping, armature" on free-space trajectories,
+then those and the "constraint solver parameters (solref, solimp)" on trajectories with contact
+(:data:`PAPER_FREE`, :data:`PAPER_CONTACT`). Each parameter is searched in ``[0, 1]`` mapped to its physical bounds
+(log-scaled for the positive ones that span decades). The bounds are what a tool on a robot plausibly has, not a
+window around any one target world: the mass and inertia within a factor 2 of the scene's CAD value; damping from
+none to a tenth of the impedance controller's own damping; the wrist's reflected inertia from a light
+direct-drive wrist (1e-4 kg·m²) to a heavy geared one (5e-2 kg·m²); solref's time constant from MuJoCo's stiffest
+useful value (2 × the 2 ms step) to 0.2 s, and solimp within MuJoCo's documented range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from contactkit.errors import InvalidInputError
+from contactkit.physics import WorldParams
+from contactkit.scene import Scene
+
+__all__ = ["PAPER_CONTACT", "PAPER_FREE", "PARAMS", "ParamSet", "ParamSpec", "from_unit", "param_names", "to_unit"]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One calibrated quantity: ``name``, bounds ``lo..hi`` (relative to the scene's value when ``relative``) and
+    whether it is searched on a log scale."""
+
+    name: str
+    lo: float
+    hi: float
+    log: bool
+    relative: bool = False
+    unit: str = ""
+
+
+PARAMS = {p.name: p for p in (
+    ParamSpec("tool_mass", 0.5, 2.0, True, relative=True, unit="× the scene's mass"),
+    ParamSpec("inertia_scale", 0.5, 2.0, True, unit="× the scene's inertia"),
+    ParamSpec("linear_damping", 1e-3, 8.0, True, unit="N s/m"),
+    ParamSpec("angular_damping", 1e-5, 0.08, True, unit="N m s/rad"),
+    ParamSpec("wrist_armature", 1e-4, 5e-2, True, unit="kg m^2"),
+    ParamSpec("solref_timeconst", 0.004, 0.2, True, unit="s"),
+    ParamSpec("solref_dampratio", 0.3, 2.0, False),
+    ParamSpec("solimp_dmin", 0.5, 0.99, False),
+    ParamSpec("solimp_dmax", 0.8, 0.9999, False),
+    ParamSpec("solimp_width", 1e-4, 1e-2, True, unit="m"),
+    ParamSpec("friction_scale", 0.5, 2.0, True),
+)}
+"""Every parameter :func:`from_unit` can set. The friction scale is not in the paper's sets (its MuJoCo keeps the
+nominal friction); a user may add it with ``--params``."""
+
+
+class ParamSet(str, Enum):
+    """Named parameter sets of ``contactkit calibrate --params``."""
+
+    PAPER = "paper"
+    PAPER_FRICTION = "paper+friction"
+
+
+PAPER_FREE = ("tool_mass", "inertia_scale", "linear_damping", "angular_damping", "wrist_armature")
+"""Stage 1 (free-space trajectories): mass, inertia, damping, armature."""
+PAPER_CONTACT = PAPER_FREE + ("solref_timeconst", "solref_dampratio", "solimp_dmin", "solimp_dmax", "solimp_width")
+"""Stage 2 (contact trajectories): stage 1's and the constraint solver's."""
+
+
+def param_names(spec: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The (free-space, contact) stages of a set name or a comma-separated list of :data:`PARAMS` names.
+
+    Raises:
+        InvalidInputError: an unknown name (the message lists the valid ones).
+    """
+    if spec == ParamSet.PAPER.value:
+        return PAPER_FREE, PAPER_CONTACT
+    if spec == ParamSet.PAPER_FRICTION.value:
+        return PAPER_FREE, PAPER_CONTACT + ("friction_scale",)
+    names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    unknown = [n for n in names if n not in PARAMS]
+    if unknown or not names:
+        raise InvalidInputError(f"--params {spec!r}: unknown {unknown or 'empty list'}; give "
+                                f"{[s.value for s in ParamSet]} or names from {sorted(PARAMS)}")
+    free = tuple(n for n in names if n in PAPER_FREE)
+    return free, names
+
+
+def _value(spec: ParamSpec, u: float, scene: Scene) -> float:
+    u = float(np.clip(u, 0.0, 1.0))
+    lo, hi = spec.lo, spec.hi
+    v = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if spec.log else lo + u * (hi - lo)
+    return v * scene.tool.mass if spec.relative else v
+
+
+def _unit(spec: ParamSpec, v: float, scene: Scene) -> float:
+    v = v / scene.tool.mass if spec.relative else v
+    v = float(np.clip(v, spec.lo, spec.hi))
+    if spec.log:
+        return (math.log(v) - math.log(spec.lo)) / (math.log(spec.hi) - math.log(spec.lo))
+    return (v - spec.lo) / (spec.hi - spec.lo)
+
+
+def current(world: WorldParams, scene: Scene) -> dict[str, float]:
+    """Every :data:`PARAMS` value of ``world`` for ``scene`` (mass and inertia as simulated)."""
+    mass, inertia = world.tool_mass_properties(scene.tool.mass, scene.tool.inertia)
+    base = float(np.trace(np.asarray(scene.tool.inertia, dtype=np.float64)))
+    return {"tool_mass": mass, "inertia_scale": float(np.trace(inertia)) / base * scene.tool.mass / mass,
+            "linear_damping": world.linear_damping, "angular_damping": world.angular_damping,
+            "wrist_armature": world.wrist_armature, "solref_timeconst": world.solref[0],
+            "solref_dampratio": world.solref[1], "solimp_dmin": world.solimp[0], "solimp_dmax": world.solimp[1],
+            "solimp_width": world.solimp[2], "friction_scale": world.friction_scale}
+
+
+def to_unit(world: WorldParams, scene: Scene, names: tuple[str, ...]) -> np.ndarray:
+    """``(len(names),)`` unit-cube coordinates of ``world``'s values (clipped into the bounds)."""
+    values = current(world, scene)
+    return np.array([_unit(PARAMS[n], values[n], scene) for n in names])
+
+
+def from_unit(base: WorldParams, scene: Scene, names: tuple[str, ...], u: np.ndarray) -> WorldParams:
+    """``base`` with the parameters ``names`` set from unit-cube coordinates ``u (len(names),)``.
+
+    The mass is absolute (``tool_mass``, ``mass_scale`` 1); the inertia is the scene's scaled by the mass ratio and
+    ``inertia_scale`` (diagonal and products alike: the shape of the inertia ellipsoid is the CAD's).
+    """
+    values = current(base, scene)
+    values.update({n: _value(PARAMS[n], float(x), scene) for n, x in zip(names, u, strict=True)})
+    inertia = np.asarray(scene.tool.inertia, dtype=np.float64) * values["inertia_scale"] * values["tool_mass"] \
+        / scene.tool.mass
+    inertia_tuple = (inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2], inertia[1, 2])
+    solimp = (values["solimp_dmin"], max(values["solimp_dmax"], values["solimp_dmin"]), values["solimp_width"],
+              *base.solimp[3:])
+    return dataclasses.replace(
+        base, mass_scale=1.0, tool_mass=values["tool_mass"], tool_inertia=tuple(float(x) for x in inertia_tuple),
+        linear_damping=values["linear_damping"], angular_damping=values["angular_damping"],
+        wrist_armature=values["wrist_armature"], solref=(values["solref_timeconst"], values["solref_dampratio"]),
+        solimp=tuple(float(x) for x in solimp), friction_scale=values["friction_scale"])
