@@ -40,35 +40,25 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from concurrent.futures import as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from contactkit.calibration import CalibrationBudget
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.errors import DatasetError
 from contactkit.eval import paper_quotes, progress
-from contactkit.eval.predict_eval import (
-    ActionSource,
-    EvalConfig,
-    check_clean_twin,
-    checkpoint_predictor,
-    evaluate_predictors,
-    load_recorded,
-    mujoco_predictor,
-    noise_free,
-    report_row,
+from contactkit.eval.predict_eval import EvalConfig, check_clean_twin, load_recorded, noise_free
+from contactkit.eval.prediction_bar import (
+    BAR_FORCE_CLEAN_RATIO,
+    BAR_FORCE_RATIO,
+    BAR_POS_RATIO,
+    bar,
+    residual_bar,
 )
-from contactkit.eval.prediction_bar import BAR_FORCE_CLEAN_RATIO, BAR_FORCE_RATIO, BAR_POS_RATIO, bar
-from contactkit.eval.workers import worker_pool
-from contactkit.eval.worlds import (
-    STORED_TRUTH_WORLD,
-    WorldPair,
-    without_unmodelled_effects,
-    world_digest,
-    world_pair,
-)
+from contactkit.eval.prediction_jobs import _TrainJob, train_and_evaluate
+from contactkit.eval.prediction_models import CALIBRATION_QUICK, RESIDUAL_QUICK, CalibrateJob, ResidualJob
+from contactkit.eval.worlds import WorldPair, world_digest, world_pair
+from contactkit.models.residual import ResidualTrainConfig
 from contactkit.physics import WorldParams, load_world
 
 __all__ = ["BAR_FORCE_CLEAN_RATIO", "BAR_FORCE_RATIO", "BAR_POS_RATIO", "FULL_BUDGET", "PAPER", "QUICK_BUDGET",
@@ -78,10 +68,20 @@ PAPER = paper_quotes.PREDICTION_ACCURACY
 """The paper's numbers beside ours in the report (:mod:`contactkit.eval.paper_quotes`)."""
 
 TRAIN_POLICY = "random-spline"
+"""The test policy whose rows the bar reads (the paper's Table I)."""
+DATA_POLICY = "contact-spline"
+"""The training and validation data's policy: random-spline with the contact-seeking z flips of App. V."""
 OOD_POLICIES = ("spiral", "circle-slow", "circle-fast")
-CURVE_EVERY = 10
-"""Fig. 9 curves are stored at T = 1 and every ``CURVE_EVERY`` steps."""
+UNSEEN_PAIRING = ("circle", "square")
+"""The unseen tool/slot pairing of §IV-A.c tested beside the hexagon (test set ``circle-in-square``)."""
+UNSEEN_SET = "circle-in-square"
+DEFAULT_WORLD = "target"
+"""The data world of the stored run: a real cell's stand-in (latency, compliance, sensor filter; docs/worlds.md)."""
+HELD_OUT_WORLDS = ("nominal", "target-parametric")
+"""Worlds no model was trained on, each a random-spline test set: a residual must not make its backbone worse there
+(in ``nominal`` the MuJoCo backbone is exact)."""
 FULL_WORKDIR = Path("runs/prediction-accuracy")
+"""Where a full run keeps its data and checkpoints (resumed by the next run)."""
 
 
 @dataclass(frozen=True)
@@ -109,110 +109,70 @@ class PredictionBudget:
     ood: tuple[str, ...]
     ablation: tuple[int, ...]
     workers: int = 2
+    unseen_episodes: int = 0
+    held_out_episodes: int = 0
+    residual: ResidualTrainConfig = field(default_factory=ResidualTrainConfig)
+    calibration: CalibrationBudget = field(default_factory=CalibrationBudget)
 
 
 QUICK_BUDGET = PredictionBudget(train_episodes=3, val_episodes=1, test_episodes=1, ood_episodes=0,
                                 episode_steps=40, train_steps=8, horizon=10, segments=4, transitions=40,
-                                ood=(), ablation=(), workers=1)
-FULL_BUDGET = PredictionBudget(train_episodes=40, val_episodes=6, test_episodes=10, ood_episodes=4,
-                               episode_steps=200, train_steps=3000, horizon=100, segments=24, transitions=300,
-                               ood=OOD_POLICIES, ablation=(2,))
-"""The ``small`` preset's 3000 steps per model (the stored run resumed from 1500-step checkpoints:
-``training[*].resumed_from_step``)."""
+                                ood=(), ablation=(), workers=1, held_out_episodes=1, residual=RESIDUAL_QUICK,
+                                calibration=CALIBRATION_QUICK)
+FULL_BUDGET = PredictionBudget(train_episodes=500, val_episodes=10, test_episodes=10, ood_episodes=4,
+                               episode_steps=200, train_steps=1000, horizon=100, segments=24, transitions=300,
+                               ood=OOD_POLICIES, ablation=(), unseen_episodes=4, held_out_episodes=4,
+                               calibration=CalibrationBudget(coarse=48, local=80, segments=96, horizon=10))
+"""100k training transitions (500 episodes of 200 steps); the graph networks take 1000 steps of the ``small`` preset
+each (about 0.7 s a step on one core: what fits beside the residuals and the calibration in an hour on 2 cores)."""
 
 
-@dataclass(frozen=True)
-class _TrainJob:
-    name: str
-    variant: str
-    message_passing_steps: int
-    steps: int
-    seed: int
-    train: str
-    val: str
-    out: str
-    device: str
+def _data_sets(budget: PredictionBudget) -> list[tuple[str, str, int, tuple[str, str | None], str | None]]:
+    """``(name, policy, episodes, (shape, slot_shape), world)`` of every dataset of a run, in seed order; ``world``
+    None is the run's data world, else a :data:`HELD_OUT_WORLDS` preset."""
+    hexagon = ("hexagon", None)
+    sets = [("train", DATA_POLICY, budget.train_episodes, hexagon, None),
+            ("val", DATA_POLICY, budget.val_episodes, hexagon, None),
+            ("test", TRAIN_POLICY, budget.test_episodes, hexagon, None)]
+    sets += [(p, p, budget.ood_episodes, hexagon, None) for p in budget.ood]
+    if budget.unseen_episodes:
+        sets.append((UNSEEN_SET, TRAIN_POLICY, budget.unseen_episodes, UNSEEN_PAIRING, None))
+    if budget.held_out_episodes:
+        sets += [(f"held-out-{w}", TRAIN_POLICY, budget.held_out_episodes, hexagon, w) for w in HELD_OUT_WORLDS]
+    return sets
 
 
-@dataclass(frozen=True)
-class _EvalJob:
-    model: str
-    kind: str  # "checkpoint" | "mujoco"
-    source: str  # checkpoint path, or world preset
-    action_source: str
-    data: str
-    config: EvalConfig
-    seed: int
-    device: str
-    clean: str | None = None  # verified clean twin of ``data``
-
-
-def _train_job(job: _TrainJob) -> dict:
-    """Train one model (a worker process); returns its name, checkpoint and timing.
-
-    A run resumes from the model's ``last.safetensors`` in the work folder (same settings, fewer steps):
-    ``resumed_from_step`` says from which step, and ``train_s`` counts this invocation only.
-    """
-    from contactkit.data.training import training_data
-    from contactkit.models.gnn import ModelVariant, TrainConfig, load_checkpoint, train
-
-    started = time.perf_counter()
-    last = Path(job.out) / "last.safetensors"
-    resumed_from = int(load_checkpoint(last).train_state.get("step", 0)) if last.exists() else 0
-    data, val = training_data(job.train), training_data(job.val)
-    config = TrainConfig.preset("small", seed=job.seed)
-    model = dataclasses.replace(config.model, message_passing_steps=job.message_passing_steps,
-                                graph=dataclasses.replace(config.model.graph, variant=ModelVariant(job.variant)))
-    config = dataclasses.replace(config, model=model, num_steps=job.steps)
-    result = train(config, data.windows, val.windows, job.out, job.device, scene=data.scenes, step=data.step)
-    best = result.val_history[-1][1] if result.val_history else {}
-    return {"name": job.name, "checkpoint": str(result.best_checkpoint or result.last_checkpoint),
-            "steps": result.step, "resumed_from_step": resumed_from, "train_s": time.perf_counter() - started,
-            "final_val": {k: best.get(k) for k in ("pos_rmse", "force_err", "torque_err")}}
-
-
-def _eval_job(job: _EvalJob) -> dict:
-    """Evaluate one model on one test set (a worker process); returns its row and Fig. 9 curve."""
-    if job.kind == "checkpoint":
-        predictor = checkpoint_predictor(job.source, job.model, job.device)
-    else:
-        params = without_unmodelled_effects(load_world(job.source))
-        predictor = mujoco_predictor(params, job.model, ActionSource(job.action_source))
-    data = load_recorded(job.data)
-    clean = load_recorded(job.clean) if job.clean else None
-    report = evaluate_predictors([predictor], data, job.config, np.random.default_rng(job.seed), clean)[job.model]
-    steps = sorted({1, *range(CURVE_EVERY, job.config.horizon + 1, CURVE_EVERY), job.config.horizon})
-    curve = {"model": job.model, "policy": data.policy, "steps": steps,
-             "pos_mm": [float(report.rollout.pos_curve_m[k - 1] * 1e3) for k in steps],
-             "rot_deg": [float(np.degrees(report.rollout.rot_curve_rad[k - 1])) for k in steps]}
-    return {"row": report_row(job.model, data.policy, report), "curve": curve, "eval_s": report.wall_s}
+def _eval_sets(budget: PredictionBudget) -> list[tuple[int, str, str]]:
+    """``(seed offset, name, kind)`` of the test sets: kind ``main`` (the data world) or ``held-out``."""
+    return [(k, name, "held-out" if w else "main") for k, (name, _, _, _, w) in enumerate(_data_sets(budget))
+            if name not in ("train", "val")]
 
 
 def _collect_all(work: Path, budget: PredictionBudget, seed: int, world: WorldParams | None = None,
-                 scene=None) -> tuple[dict[str, str], dict[str, dict]]:
-    """Datasets in ``world`` (default the stored target), on ``scene`` (default the hexagon's): ``train``, ``val``,
-    ``test`` (random-spline) and one per OOD policy; and for each test set its clean twin (same seed, no F/T noise
-    or bias) when it has the same
-    trajectories.
+                 scene=None, workers: int = 1) -> tuple[dict[str, str], dict[str, dict]]:
+    """Datasets in ``world`` (default the stored target), on ``scene`` (default the hexagon's): ``train``, ``val``
+    (:data:`DATA_POLICY`), ``test`` (random-spline), one per OOD policy and the unseen pairing; and for each test set
+    its clean twin (same seed, no F/T noise or bias) when it has the same trajectories. ``workers`` episodes are
+    collected at a time (:func:`contactkit.data.collect.collect`).
 
     Returns:
         ``(paths, twins)``: dataset paths by set name (``<set>-clean`` for the verified twins), and per test
         set ``{"identical": bool, "max_state_diff": float | None, "reason": str | None}``.
     """
-    world = world or load_world(STORED_TRUTH_WORLD)
-    sets = [("train", TRAIN_POLICY, budget.train_episodes), ("val", TRAIN_POLICY, budget.val_episodes),
-            ("test", TRAIN_POLICY, budget.test_episodes)]
-    sets += [(p, p, budget.ood_episodes) for p in budget.ood]
+    world = world or load_world(DEFAULT_WORLD)
     paths, twins = {}, {}
-    for k, (name, policy, episodes) in enumerate(progress.track(sets, "datasets collected")):
-        spec = CollectSpec(task="peg-in-hole", shape="hexagon", clearance=1e-3, policy=policy, episodes=episodes,
-                           steps=budget.episode_steps, seed=1000 * seed + k + 1, world=world, fixed_scene=scene)
+    for k, (name, policy, episodes, (shape, slot), other) in enumerate(progress.track(_data_sets(budget),
+                                                                                       "datasets collected")):
+        in_world = load_world(other) if other else world
+        spec = CollectSpec(task="peg-in-hole", shape=shape, slot_shape=slot, clearance=1e-3, policy=policy,
+                           episodes=episodes, steps=budget.episode_steps, seed=1000 * seed + k + 1, world=in_world,
+                           fixed_scene=scene if slot is None else None)
         paths[name] = str(work / f"{name}.h5")
-        collect(spec, paths[name])
+        collect(spec, paths[name], workers=workers)
         if name in ("train", "val"):
             continue
         clean_path = str(work / f"{name}-clean.h5")
-        collect(dataclasses.replace(spec, world=noise_free(world)), clean_path)
+        collect(dataclasses.replace(spec, world=noise_free(in_world)), clean_path, workers=workers)
         try:
             diff = check_clean_twin(load_recorded(paths[name]), load_recorded(clean_path))
             paths[f"{name}-clean"] = clean_path
@@ -220,61 +180,6 @@ def _collect_all(work: Path, budget: PredictionBudget, seed: int, world: WorldPa
         except DatasetError as exc:
             twins[name] = {"identical": False, "max_state_diff": None, "reason": str(exc)}
     return paths, twins
-
-
-def _train_jobs(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str) -> list[_TrainJob]:
-    base = dict(steps=budget.train_steps, seed=seed, train=paths["train"], val=paths["val"], device=device)
-    jobs = [_TrainJob("act-fignet", "act_fignet", 5, out=str(work / "act-fignet"), **base),
-            _TrainJob("fignet-plus", "fignet_plus", 5, out=str(work / "fignet-plus"), **base)]
-    return jobs + [_TrainJob(f"act-fignet-mp{k}", "act_fignet", k, out=str(work / f"act-fignet-mp{k}"), **base)
-                   for k in budget.ablation]
-
-
-MUJOCO_ROWS = (("mujoco-nominal", "model", "command"), ("mujoco-nominal-wrench", "model", "applied"),
-               ("mujoco-target-oracle", "truth", "command"))
-"""MuJoCo rows: name, which world of the run (``model_world`` or ``world``), which recorded input it replays."""
-
-
-def _eval_jobs(paths: dict, budget: PredictionBudget, seed: int, device: str, model: str | None,
-               checkpoint: str | None = None, worlds: WorldPair | None = None) -> list[_EvalJob]:
-    """Evaluation jobs of one trained model (on every test set; ablation models on ``test`` only), or with
-    ``model=None`` those of the MuJoCo rows (in the run's ``worlds``, default the stored pairing)."""
-    worlds = worlds or world_pair(None, None, "prediction-accuracy")
-    specs = {"model": worlds.model_name, "truth": worlds.truth_name}
-    config = EvalConfig(horizon=budget.horizon, max_segments=budget.segments, max_transitions=budget.transitions)
-    sets = list(enumerate(("test", *budget.ood)))
-    if model is None:
-        return [_EvalJob(m, "mujoco", specs[world], act, paths[name], config, 1000 * seed + k, device,
-                         paths.get(f"{name}-clean")) for k, name in sets for m, world, act in MUJOCO_ROWS]
-    if model.startswith("act-fignet-mp"):
-        sets = sets[:1]
-    # a checkpoint's own action mode says which recorded input drives it (checkpoint_predictor)
-    return [_EvalJob(model, "checkpoint", checkpoint, "from-checkpoint", paths[name], config, 1000 * seed + k,
-                     device, paths.get(f"{name}-clean")) for k, name in sets]
-
-
-def _train_and_evaluate(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str,
-                        worlds: WorldPair | None = None, ray_address: str | None = None):
-    """Train every model and evaluate each as soon as it is trained (the MuJoCo rows meanwhile), ``budget.workers``
-    jobs at a time (on the Ray cluster at ``ray_address`` if given: its workers must share ``work``'s folder)."""
-    with worker_pool(budget.workers if device == "cpu" else 1, ray_address if device == "cpu" else None) as pool:
-        training = [pool.submit(_train_job, j) for j in _train_jobs(work, paths, budget, seed, device)]
-        evaluating = [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, None, None,
-                                                                    worlds)]
-        trained = []
-        with progress.task("models trained", total=len(training)) as advance:
-            for future in as_completed(training):
-                t = future.result()
-                trained.append(t)
-                evaluating += [pool.submit(_eval_job, j) for j in _eval_jobs(paths, budget, seed, device, t["name"],
-                                                                             t["checkpoint"])]
-                advance()
-        results = [f.result() for f in progress.track(evaluating, "evaluations")]
-    order = {name: i for i, name in enumerate(["act-fignet", "fignet-plus", *(m[0] for m in MUJOCO_ROWS)])}
-    policies = {name: i for i, name in enumerate((TRAIN_POLICY, *budget.ood))}
-    results.sort(key=lambda r: (policies[r["row"]["policy"]], order.get(r["row"]["model"], len(order)),
-                                r["row"]["model"]))
-    return sorted(trained, key=lambda t: t["name"]), results
 
 
 NOTES = [
@@ -313,65 +218,105 @@ def plot_curves(curves: list[dict], path: Path) -> Path:
     return save_figure(fig, path)
 
 
+def _training_jobs(work: Path, paths: dict, budget: PredictionBudget, seed: int, device: str,
+                   worlds: WorldPair) -> list:
+    """The run's training jobs: the graph networks (and ablations), a residual per backbone, the calibration."""
+    base = dict(steps=budget.train_steps, seed=seed, train=paths["train"], val=paths["val"], device=device)
+    jobs: list = [_TrainJob("act-fignet", "act_fignet", 5, out=str(work / "act-fignet"), **base),
+                  _TrainJob("fignet-plus", "fignet_plus", 5, out=str(work / "fignet-plus"), **base)]
+    jobs += [_TrainJob(f"act-fignet-mp{k}", "act_fignet", k, out=str(work / f"act-fignet-mp{k}"), **base)
+             for k in budget.ablation]
+    config = dataclasses.replace(budget.residual, seed=seed)
+    jobs += [ResidualJob(f"residual-{kind}", kind, worlds.model, paths["train"], paths["val"],
+                         str(work / f"residual-{kind}.safetensors"), config) for kind in ("mujoco", "engine")]
+    return jobs + [CalibrateJob("mujoco-calibrated", paths["train"], paths["val"], worlds.model, "paper",
+                                budget.calibration, str(work / "mujoco-calibrated.json"), seed)]
+
+
+def _work_folder(seed: int, worlds: WorldPair, fixed) -> str:
+    """``seed<seed>-<data world digest>``, with ``-scene-<digest>`` for a user's scene."""
+    import hashlib
+
+    folder = f"seed{seed}-{world_digest(worlds.truth)}"
+    if fixed is not None:
+        folder += f"-scene-{hashlib.sha256(fixed.to_json().encode()).hexdigest()[:12]}"
+    return folder
+
+
+def _tables(results: list[dict], budget: PredictionBudget) -> dict:
+    """The result's row lists: ``rows`` (the data world's hexagon sets; the unseen pairing's rows with the policy
+    ``random-spline@circle-in-square``), ``held_out`` (the other worlds), ``ablation`` and the Fig. 9 curves."""
+    rows, held = [], []
+    for r in results:
+        row = r["row"]
+        if row["model"].startswith("act-fignet-mp"):
+            continue
+        if row["set"].startswith("held-out-"):
+            held.append({**row, "world": row["set"][len("held-out-"):]})
+        elif row["set"] == UNSEEN_SET:
+            rows.append({**row, "policy": f"{row['policy']}@{UNSEEN_SET}"})
+        else:
+            rows.append(row)
+    mp = {"act-fignet": 5, **{f"act-fignet-mp{k}": k for k in budget.ablation}}
+    ablation = sorted(({"message_passing_steps": mp[r["row"]["model"]], **r["row"]} for r in results
+                       if r["row"]["model"] in mp and r["row"]["set"] == "test"),
+                      key=lambda r: r["message_passing_steps"])
+    curves = [r["curve"] for r in results if r["curve"]["set"] == "test"
+              and not r["curve"]["model"].startswith("act-fignet-mp")]
+    return {"rows": rows, "held_out": held, "ablation": ablation if budget.ablation else [], "curves": curves}
+
+
 def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Path | None = None,
         workdir: str | Path | None = None, world: str | None = None, model_world: str | None = None,
         workers: int | None = None, ray_address: str | None = None, scene: str | Path | None = None) -> dict:
     """Collect, train, evaluate; returns the JSON-ready result (see the module docstring for the keys).
 
     ``plots``: folder for the Fig. 9 figure (``prediction_horizon.png``); ``workdir``: where data and
-    checkpoints go (default: a temporary folder for ``quick``, ``runs/prediction-accuracy/seed<seed>`` else, with
-    ``-<world digest>`` appended when the data world is not the stored one). ``world`` (the data's world) and
-    ``model_world`` (the baseline rows'): preset names or WorldParams JSON paths
-    (:func:`contactkit.eval.worlds.world_pair`). ``workers`` (default the budget's) training and evaluation jobs
-    run at a time, on Ray when more than one or at ``ray_address`` (:func:`contactkit.eval.workers.worker_pool`).
+    checkpoints go (default: a temporary folder for ``quick``, ``runs/prediction-accuracy/seed<seed>-<world digest>``
+    else). ``world`` (the data's world, default :data:`DEFAULT_WORLD`) and ``model_world`` (the baseline rows' and
+    the backbones', default ``nominal``): preset names or WorldParams JSON paths
+    (:func:`contactkit.eval.worlds.world_pair`). ``workers`` (default the budget's) jobs run at a time, on Ray when
+    more than one or at ``ray_address`` (:func:`contactkit.eval.workers.worker_pool`); the collection uses as many.
     ``scene``: a peg-in-hole Scene JSON file (``contactkit scene``) whose data replace the hexagon's (a narrowed run;
     the full run's folder then ends in ``-scene-<digest of the file's scene>``).
     """
-    fixed = None
-    if scene is not None:
-        import hashlib
+    from contactkit.scene import load_scene
 
-        from contactkit.scene import load_scene
-
-        fixed = load_scene(scene)
+    fixed = load_scene(scene) if scene is not None else None
     budget = QUICK_BUDGET if quick else FULL_BUDGET
     if workers is not None:
         budget = dataclasses.replace(budget, workers=workers)
-    worlds = world_pair(world, model_world, "prediction-accuracy")
-    folder = f"seed{seed}" if worlds.truth == load_world(STORED_TRUTH_WORLD) else \
-        f"seed{seed}-{world_digest(worlds.truth)}"
-    if fixed is not None:
-        folder += f"-scene-{hashlib.sha256(fixed.to_json().encode()).hexdigest()[:12]}"
+    worlds = world_pair(world, model_world, "prediction-accuracy", default_world=DEFAULT_WORLD)
     with tempfile.TemporaryDirectory(prefix="ck-prediction-") as tmp:
-        work = Path(workdir) if workdir is not None else (Path(tmp) if quick else FULL_WORKDIR / folder)
+        work = Path(workdir) if workdir is not None else (
+            Path(tmp) if quick else FULL_WORKDIR / _work_folder(seed, worlds, fixed))
         work.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        paths, twins = _collect_all(work, budget, seed, worlds.truth, fixed)
+        paths, twins = _collect_all(work, budget, seed, worlds.truth, fixed, budget.workers)
         t1 = time.perf_counter()
-        trained, results = _train_and_evaluate(work, paths, budget, seed, device, worlds, ray_address)
+        config = EvalConfig(horizon=budget.horizon, max_segments=budget.segments, max_transitions=budget.transitions)
+        trained, results = train_and_evaluate(_training_jobs(work, paths, budget, seed, device, worlds),
+                                              _eval_sets(budget), paths, config, seed, device, worlds,
+                                              budget.workers, ray_address)
         t2 = time.perf_counter()
-    rows = [r["row"] for r in results if not r["row"]["model"].startswith("act-fignet-mp")]
-    mp = {t["name"]: 5 for t in trained if t["name"] == "act-fignet"}
-    mp.update({f"act-fignet-mp{k}": k for k in budget.ablation})
-    ablation = sorted(({"message_passing_steps": mp[r["row"]["model"]], **r["row"]} for r in results
-                       if r["row"]["model"] in mp and r["row"]["policy"] == TRAIN_POLICY),
-                      key=lambda r: r["message_passing_steps"])
-    curves = [r["curve"] for r in results if r["curve"]["policy"] == TRAIN_POLICY
-              and not r["curve"]["model"].startswith("act-fignet-mp")]
-    figures = [str(plot_curves(curves, Path(plots) / "prediction_horizon.png"))] if plots else []
+    tables = _tables(results, budget)
+    figures = [str(plot_curves(tables["curves"], Path(plots) / "prediction_horizon.png"))] if plots else []
     return {
         "quick_numbers_meaningful": not quick,
         "note": "quick run: tiny data and a few training steps; its numbers say nothing about accuracy" if quick
         else "full run",
-        "world": {"data": worlds.truth_name, "baseline": worlds.model_name},
+        "world": {"data": worlds.truth_name, "baseline": worlds.model_name, "held_out": list(HELD_OUT_WORLDS),
+                  "data_params": worlds.truth.to_dict()},
         "scene": None if fixed is None else {"file": str(scene), "name": fixed.name},
         "setup": worlds.setup(),
         "budget": dataclasses.asdict(budget),
-        "rows": rows,
-        "ablation": ablation if budget.ablation else [],
-        "horizon_curves": curves,
+        "rows": tables["rows"],
+        "held_out": tables["held_out"],
+        "ablation": tables["ablation"],
+        "horizon_curves": tables["curves"],
         "plots": figures,
-        "bar": bar(rows, TRAIN_POLICY),
+        "bar": bar(tables["rows"], TRAIN_POLICY),
+        "residual_bar": residual_bar(tables["rows"], tables["held_out"], TRAIN_POLICY, budget.ood),
         "clean_twins": twins,
         "training": [{k: v for k, v in t.items() if k != "checkpoint"} for t in trained],
         "timing_s": {"collect": t1 - t0, "train_and_evaluate": t2 - t1, "total": t2 - t0,

@@ -213,6 +213,13 @@ def _inputs(ep: Episode, source: ActionSource) -> np.ndarray:
     return ep.action if source is ActionSource.APPLIED else ep.command
 
 
+def _prime(model: ContactModel, data: RecordedData, rows: np.ndarray, source: ActionSource) -> None:
+    """Give a model that reads the previous command (it has ``prime``, e.g. the residual model) the recorded input of
+    the step before each row's ``t`` (the step's own input at ``t = 0``)."""
+    if hasattr(model, "prime"):
+        model.prime(np.stack([_inputs(data.episodes[int(e)], source)[max(int(t) - 1, 0)] for e, t in rows]))
+
+
 def _by_scene(data: RecordedData, rows: np.ndarray) -> dict[str, np.ndarray]:
     groups: dict[str, list[int]] = {}
     for k, e in enumerate(rows[:, 0]):
@@ -233,6 +240,7 @@ def _rollout_part(model: ContactModel, data: RecordedData, rows: np.ndarray, con
     actions = np.stack([_inputs(data.episodes[int(e)], source)[int(t):int(t) + T] for e, t in rows])
     truth = BodyState.from_array(np.stack([data.episodes[int(e)].states().as_array()[int(t) + 1:int(t) + T + 1]
                                            for e, t in rows]))
+    _prime(model, data, rows, source)
     predicted, _ = rollout(model, history, actions)
     return rollout_errors(predicted, truth, history.index((slice(None), -1)))
 
@@ -244,7 +252,9 @@ def _one_step(model_for, data: RecordedData, transitions: np.ndarray, groups: di
     for text, ks in groups.items():
         rows = transitions[ks]
         actions = np.stack([_inputs(data.episodes[int(e)], source)[int(t)] for e, t in rows])
-        _, out[ks] = model_for(text).step(_histories(data, rows, config.history), actions)
+        model = model_for(text)
+        _prime(model, data, rows, source)
+        _, out[ks] = model.step(_histories(data, rows, config.history), actions)
     return out
 
 

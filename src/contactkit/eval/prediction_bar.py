@@ -68,3 +68,62 @@ def bar(rows: list[dict], policy: str) -> dict:
         "ft_lower_than_fignet_plus": bool(lower_ft),
         "ft_clean_lower_than_fignet_plus": lower_clean,
     }
+
+
+RESIDUAL_POS_RATIO = 0.3
+"""The residual's 100-step position RMSE at most this fraction of nominal MuJoCo's (issue 31)."""
+RESIDUAL_FORCE_CLEAN_RATIO = 0.5
+"""The residual's one-step force error against the clean readings at most this fraction of nominal MuJoCo's."""
+RESIDUAL_BACKBONES = {"residual-mujoco": "mujoco-nominal", "residual-engine": "engine-nominal"}
+"""Each residual row and the row of its backbone alone."""
+
+
+def _residual_case(by: dict, model: str) -> dict:
+    """Ratios and flags of one residual row against nominal MuJoCo and the calibrated world on one test set."""
+    res, mj, cal = by.get(model), by["mujoco-nominal"], by.get("mujoco-calibrated")
+    if res is None:
+        return {}
+    pos, force = res["rmse_pos_mm"] / mj["rmse_pos_mm"], _ratio(res["force_err_clean_N"], mj["force_err_clean_N"])
+    below_cal = None if cal is None else bool(
+        res["rmse_pos_mm"] < cal["rmse_pos_mm"] and res["force_err_clean_N"] is not None
+        and res["force_err_clean_N"] < cal["force_err_clean_N"])
+    return {"pos_ratio_vs_mujoco_nominal": pos, "force_clean_ratio_vs_mujoco_nominal": force,
+            "pos_ok": bool(pos <= RESIDUAL_POS_RATIO),
+            "force_clean_ok": None if force is None else bool(force <= RESIDUAL_FORCE_CLEAN_RATIO),
+            "below_mujoco_calibrated": below_cal}
+
+
+def residual_bar(rows: list[dict], held_out: list[dict], policy: str, ood: tuple[str, ...]) -> dict:
+    """Issue 31's bar for the residual rows (``residual-mujoco``, ``residual-engine``).
+
+    Args:
+        rows: the data world's rows (keys of :func:`contactkit.eval.predict_eval.report_row`);
+        held_out: rows on the held-out worlds, each with ``world``;
+        policy: the main test set's policy; ood: the out-of-distribution policies.
+
+    Returns:
+        per residual: ratios against nominal MuJoCo on ``policy`` (bars :data:`RESIDUAL_POS_RATIO`,
+        :data:`RESIDUAL_FORCE_CLEAN_RATIO`), whether it is below ``mujoco-calibrated`` in both, whether its position
+        error is below nominal's under each OOD policy, and whether on each held-out world its position error is at
+        most its backbone's (:data:`RESIDUAL_BACKBONES`).
+    """
+    by_policy: dict[str, dict] = {}
+    for r in rows:
+        by_policy.setdefault(r["policy"], {})[r["model"]] = r
+    out = {}
+    for model, backbone in RESIDUAL_BACKBONES.items():
+        case = _residual_case(by_policy.get(policy, {}), model)
+        if not case:
+            continue
+        case["ood_pos_below_nominal"] = {
+            p: bool(by_policy[p][model]["rmse_pos_mm"] < by_policy[p]["mujoco-nominal"]["rmse_pos_mm"])
+            for p in ood if model in by_policy.get(p, {})}
+        held = {}
+        for world in sorted({r["world"] for r in held_out}):
+            w = {r["model"]: r for r in held_out if r["world"] == world}
+            if model in w and backbone in w:
+                held[world] = {"pos_mm": w[model]["rmse_pos_mm"], "backbone_pos_mm": w[backbone]["rmse_pos_mm"],
+                               "not_worse": bool(w[model]["rmse_pos_mm"] <= w[backbone]["rmse_pos_mm"])}
+        case["held_out"] = held
+        out[model] = case
+    return out

@@ -37,6 +37,7 @@ __all__ = [
     "gravity_compensation",
     "mujoco_predictor",
     "noise_free",
+    "residual_predictor",
     "resolve_checkpoint",
 ]
 
@@ -150,3 +151,24 @@ def checkpoint_predictor(path: str | Path, name: str, device: str = "cpu") -> Pr
         return GnnContactModel(net, scene, ckpt.step_spec, device)
 
     return Predictor(name, make, source)
+
+
+def residual_predictor(path: str | Path, name: str, device: str = "cpu", gated: bool = True) -> Predictor:
+    """A trained residual checkpoint (:mod:`contactkit.models.residual`) over its own backbone and backbone world,
+    driven by the recorded commands (``COMMAND``).
+
+    Raises:
+        CheckpointError: nothing usable at ``path`` (at once), or, from ``make``, data of another action mode, a
+            scene of another task, or a world of another control period.
+    """
+    from contactkit.models.residual import ResidualContactModel, check_compatible, load_residual, make_backbone
+
+    net, ckpt = load_residual(path)
+    net = net.to(device)
+
+    def make(scene: Scene, data_mode: ActionMode) -> ContactModel:
+        check_compatible(ckpt, ckpt.backbone, ckpt.backbone_world, data_mode, str(scene.meta.get("task", "")))
+        backbone = make_backbone(ckpt.backbone, scene, ckpt.backbone_world, ActionMode(data_mode))
+        return ResidualContactModel(net, backbone, scene, gated)
+
+    return Predictor(name, make, ActionSource.COMMAND)
