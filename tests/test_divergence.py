@@ -141,3 +141,45 @@ def test_a_mujoco_compile_error_names_the_fields_that_set_it():
             as err:
         MujocoWorld(peg_in_hole("hexagon", 1e-3), params)
     assert len(str(err.value).splitlines()) == 1
+
+
+SIDEWAYS = np.array([100.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+"""A sideways push [N, world x] on the 0.3 kg peg, above the scene's own force limit (69 N), so lifted (issue 35:
+1e3–1e9 N sent the engine's tool 4e8 m away and MuJoCo's 1e6 m without an error); it leaves at step 1 (x ≈ 1.7 m)."""
+
+
+@pytest.mark.parametrize("world_type", WORLDS)
+def test_leaving_the_workspace_is_simulation_diverged_naming_the_step_and_axis(world_type):
+    from contactkit.collision.workspace import WORKSPACE_MARGIN_M
+
+    tool = peg_in_hole("hexagon", 1e-3).tool
+    scene = dataclasses.replace(lifted_scene(), tool=dataclasses.replace(tool, init_pos=np.array([0.0, 0.0, 0.15])))
+    world = world_type(scene)
+    hi = scene.workspace_hi[0]
+    for step in range(200):
+        before = world.state().as_array()
+        try:
+            world.step(SIDEWAYS, ActionMode.WRENCH)
+        except SimulationDiverged as exc:
+            assert type(exc) is SimulationDiverged
+            assert f"control step {step} " in str(exc) and "workspace along x" in str(exc)
+            assert f"beyond workspace_hi x = {hi:g} m" in str(exc)
+            break
+        assert world.state().pos[0] <= hi + WORKSPACE_MARGIN_M  # every accepted step stays inside
+    else:
+        pytest.fail("a 100 N push for 200 steps never left the workspace")
+    assert np.array_equal(world.state().as_array(), before)  # the world kept the last good state
+    assert before[0] > hi  # it had left the workspace itself, within the margin
+
+
+def test_the_workspace_bound_names_each_axis_and_side():
+    from contactkit.collision.workspace import leaves_workspace
+
+    scene = peg_in_hole("hexagon", 1e-3)  # workspace x, y in [-0.08, 0.08], z in [0.01, 0.2]
+    assert leaves_workspace(scene, np.array([0.0, 0.0, 0.05])) is None
+    assert leaves_workspace(scene, np.array([1.08, -1.08, 1.2])) is None  # exactly at the margin: inside
+    assert "along y: y = -1.0801 m, more than 1 m beyond workspace_lo y = -0.08 m" in leaves_workspace(
+        scene, np.array([0.0, -1.0801, 0.05]))
+    assert "along z" in leaves_workspace(scene, np.array([0.0, 0.0, -0.991]))
+    assert leaves_workspace(scene, np.array([0.0, 0.0, 0.25]), margin=0.0).startswith(
+        "the tool origin left the scene's workspace along z: z = 0.25 m")

@@ -11,7 +11,7 @@ import pytest
 
 from contactkit.engine.params import EngineParams
 from contactkit.engine.world import EngineWorld
-from contactkit.errors import InvalidInputError
+from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.model import ActionMode
 from contactkit.physics import WorldParams
 from contactkit.scene import CommandLimits, Tool
@@ -108,7 +108,9 @@ def test_shallow_initial_interpenetration_is_projected_out_without_velocity():
 
 def test_wild_actions_never_put_nan_in_the_state():
     """Wrenches of ~10 kN are refused by the scene's command limits (state kept); with the limits lifted, such
-    wrenches and large pose jumps, repeatedly against the table, keep the state finite (the rigid contact holds)."""
+    wrenches and large pose jumps, repeatedly against the table, keep the state finite: a step is taken, or refused
+    as SimulationDiverged (out of the workspace, through the table) with the state of before it kept. (Before the
+    workspace bound, the first push threw the tool 1.65 m sideways, and no later step met the table.)"""
     scene = box_scene(height=0.001)
     world = EngineWorld(scene)
     before = world.state().as_array()
@@ -117,9 +119,15 @@ def test_wild_actions_never_put_nan_in_the_state():
     assert np.array_equal(world.state().as_array(), before)
     world = EngineWorld(dataclasses.replace(scene, command_limits=CommandLimits(1e6, 1e4, 1.0, math.pi)))
     rng = np.random.default_rng(0)
+    taken = 0
     for _ in range(30):
         wrench = rng.normal(0.0, 1.0, 6) * np.array([1e4, 1e4, 1e4, 1e2, 1e2, 1e2])
-        state = world.step(wrench, ActionMode.WRENCH).state
-        assert np.all(np.isfinite(state.as_array()))
-        state = world.step(rng.normal(0.0, 0.05, 6), ActionMode.POSE_DELTA).state
-        assert np.all(np.isfinite(state.as_array()))
+        for command, mode in ((wrench, ActionMode.WRENCH), (rng.normal(0.0, 0.05, 6), ActionMode.POSE_DELTA)):
+            before = world.state().as_array()
+            try:
+                world.step(command, mode)
+                taken += 1
+            except SimulationDiverged:  # 10 kN may throw the tool out of the workspace or through the table
+                assert np.array_equal(world.state().as_array(), before)
+            assert np.all(np.isfinite(world.state().as_array()))
+    assert taken >= 30, taken  # 32 of the 60 steps are taken with this seed

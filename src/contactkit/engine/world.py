@@ -26,6 +26,7 @@ import numpy as np
 
 from contactkit.collision import CollisionWorld, Contacts
 from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
+from contactkit.collision.workspace import leaves_workspace
 from contactkit.control.impedance import GRAVITY, damping_gains
 from contactkit.control.stability import check_timestep
 from contactkit.engine._kernels_contacts import node_contacts
@@ -271,6 +272,8 @@ class EngineWorld:
                 (:attr:`contactkit.scene.Scene.limits`), or an unknown mode.
             SimulationDiverged: the step produced a non-finite state or one beyond :data:`DIVERGED_MAGNITUDE`, or
                 failed inside the engine (:data:`STEP_FAILURES`: a singular matrix, an overflow);
+                the tool origin left the scene's workspace by more than
+                :data:`~contactkit.collision.workspace.WORKSPACE_MARGIN_M`;
                 :class:`~contactkit.errors.ToolTunnelled`: the tool passed through a static body
                 (:mod:`contactkit.collision.tunnelling`). Either way the state is left as it was before the step.
         """
@@ -293,6 +296,8 @@ class EngineWorld:
         if problem is None:
             error = ToolTunnelled
             problem = find_tunnel(self._guard, *self._origin_pose(before), *self._origin_pose(self._state))
+        if problem is None:
+            error, problem = SimulationDiverged, leaves_workspace(self.scene, self._origin_pose(self._state)[0])
         if problem is not None:
             self._state[:] = before
             self._buffers.counts[:] = 0

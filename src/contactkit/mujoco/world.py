@@ -19,6 +19,7 @@ import numpy as np
 from mujoco import rollout
 
 from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
+from contactkit.collision.workspace import leaves_workspace
 from contactkit.control.impedance import pose_target
 from contactkit.control.stability import check_timestep
 from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
@@ -220,9 +221,10 @@ class MujocoWorld:
             InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
                 (:attr:`contactkit.scene.Scene.limits`), or an unknown mode.
             SimulationDiverged: MuJoCo warned of a bad acceleration, position or velocity (and reset itself) or of
-                a contact/constraint overflow (:mod:`contactkit.mujoco.diverged`); :class:`ToolTunnelled`: the
-                tool passed through a static body (:mod:`contactkit.collision.tunnelling`). Either way the world
-                is left as it was before the step, nothing is printed and no file is written.
+                a contact/constraint overflow (:mod:`contactkit.mujoco.diverged`), or the tool origin left the
+                scene's workspace by more than :data:`~contactkit.collision.workspace.WORKSPACE_MARGIN_M`;
+                :class:`ToolTunnelled`: the tool passed through a static body (:mod:`contactkit.collision.tunnelling`).
+                Either way the world is left as it was before the step, nothing is printed and no file is written.
         """
         command = np.asarray(command, dtype=np.float64)
         if command.shape != (6,) or not np.all(np.isfinite(command)):
@@ -254,6 +256,8 @@ class MujocoWorld:
                 mujoco.mj_comPos(m, d)
                 mujoco.mj_comVel(m, d)
             problem = find_tunnel(self._guard, pos0, rot0, d.xpos[self._body], d.xmat[self._body].reshape(3, 3))
+            if problem is None:
+                error, problem = SimulationDiverged, leaves_workspace(self.scene, d.xpos[self._body])
         if problem is not None:
             self._restore()
             raise error(f"MujocoWorld: control step {self.steps} since reset diverged: {problem}; "
