@@ -107,3 +107,16 @@ def test_interval_is_the_student_t_interval_of_the_mean():
 def test_harness_entry_point_takes_plots():
     params = inspect.signature(exp_placement.run).parameters
     assert list(params)[:4] == ["quick", "seed", "device", "plots"] and params["plots"].default is None
+
+
+def test_placement_is_serial_unless_workers_are_given(monkeypatch):
+    """Issue 35 part 7: --quick (and the full run) start no Ray instance unless --workers is given."""
+    from contactkit.eval import exp_placement
+
+    ran = []
+    monkeypatch.setattr(exp_placement, "run_experiment", lambda config, seed, plots, address: ran.append(
+        config.workers))
+    exp_placement.run(quick=True)
+    exp_placement.run(quick=False)
+    exp_placement.run(quick=True, workers=3)
+    assert ran == [1, 1, 3]

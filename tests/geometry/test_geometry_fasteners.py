@@ -293,3 +293,20 @@ def test_meshes_follow_the_ideal_thread_within_the_faceting(m48_bolt, m48_nut):
     ideal = _ideal_points(prof, z, theta, offset=PAPER_PLAY / 2)
     d = igl.signed_distance(ideal, m48_nut.vertices, m48_nut.faces)[0]
     assert d.max() < 1e-9 and d.min() >= -m48_nut.meta["sagitta"] - 1e-9
+
+
+def test_thread_sizes_outside_iso_261_are_refused_with_the_metre_value_to_give():
+    """Issue 35 part 7: a diameter given in millimetres where metres are meant (48 for an M48) is refused, naming
+    the range and the value in metres; a Table II pair in metres passes."""
+    from contactkit.errors import InvalidInputError
+    from contactkit.geometry.fasteners import check_thread_size
+
+    check_thread_size(0.039, 0.004)
+    with pytest.raises(InvalidInputError, match=r"thread diameter 48 m is outside .* if 48 is millimetres, give "
+                                                r"0.048 \[m\]"):
+        check_thread_size(48.0, 0.005)
+    with pytest.raises(InvalidInputError, match=r"thread pitch 5 m .* give 0.005 \[m\]"):
+        check_thread_size(0.048, 5.0)
+    with pytest.raises(InvalidInputError, match=r"thread diameter 4.8e-05 m is outside ISO 261 metric threads "
+                                                r"\(0.001 to 0.3 m\)$"):
+        check_thread_size(0.048e-3, 0.005e-3)

@@ -22,8 +22,10 @@ def reference(
     task: Annotated[str, typer.Option(help="peg-in-hole | bolting")] = "peg-in-hole",
     steps: Annotated[int, typer.Option(help="rows of 10 ms (each ten 1 ms reference steps)")] = 20000,
     seed: int = 0,
-    diameter: Annotated[float | None, typer.Option(help="bolting: ISO bolt diameter [mm] (a Table II pair)")] = None,
-    pitch: Annotated[float | None, typer.Option(help="bolting: thread pitch [mm] (a Table II pair)")] = None,
+    diameter: Annotated[float | None, typer.Option(
+        help="bolting: ISO bolt diameter [m] (a Table II pair, e.g. 0.039), as collect --diameter")] = None,
+    pitch: Annotated[float | None, typer.Option(
+        help="bolting: thread pitch [m] (e.g. 0.004), as collect --pitch")] = None,
 ) -> None:
     """Make a reference dataset: random human-like setpoint trajectories through the high-fidelity 1 ms
     simulation (exact contacts, all nodes, Coulomb cone), stored at 10 ms rows."""
@@ -37,8 +39,7 @@ def reference(
             raise InvalidInputError(f"--steps must be >= 1, got {steps}")
         if seed < 0:
             raise InvalidInputError(f"--seed must be >= 0, got {seed}")
-        sizes = {} if diameter is None and pitch is None else {
-            "diameter": None if diameter is None else diameter * 1e-3, "pitch": None if pitch is None else pitch * 1e-3}
+        sizes = {} if diameter is None and pitch is None else {"diameter": diameter, "pitch": pitch}
         if sizes and task != "bolting":
             raise InvalidInputError(f"--diameter/--pitch are for --task bolting, got --task {task}")
         t = assembly_task(task, depth_net=None, **sizes)

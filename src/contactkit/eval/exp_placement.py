@@ -111,7 +111,8 @@ class PlacementConfig:
             particle filter compare the same steps (``ours-eq11`` the last ``H`` only).
         restart: ours re-draws estimates that predict no contact while contact is measured
             (:func:`~contactkit.estimation.geometry_belief.descend`).
-        workers: processes that run episodes in parallel (1: in this process); results do not depend on it.
+        workers: processes that run episodes in parallel (1, the default, as for every command: in this process,
+            no Ray; ``--workers N`` sets it); results do not depend on it.
         descent, pf, trigger, policy, step: the methods' and the model's settings.
         world: the MuJoCo "real" world's parameters (default the task's :data:`~contactkit.tasks.placement.WORLD`).
         model_world: the parameters the methods' differentiable model assumes (default the same).
@@ -126,7 +127,7 @@ class PlacementConfig:
     memory: int = HORIZON
     n_estimates: int = 10
     restart: bool = True
-    workers: int = 2
+    workers: int = 1
     descent: DescentConfig = DescentConfig()
     pf: ParticleFilterConfig = ParticleFilterConfig()
     trigger: TriggerConfig = TriggerConfig()

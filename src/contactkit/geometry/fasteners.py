@@ -70,6 +70,13 @@ engagement travel below the chamfer."""
 DEFAULT_THREAD_SEGMENTS = 128
 """Columns per turn of a thread mesh (sagitta 7.1 µm at r = 24 mm; module docstring)."""
 
+ISO_DIAMETER_RANGE_M = (1e-3, 0.3)
+"""Nominal diameters of ISO 261 metric threads [m], M1 to M300: a diameter outside is not a metric thread (most
+often millimetres given for metres: 48 for an M48's 0.048)."""
+
+ISO_PITCH_RANGE_M = (2e-4, 6e-3)
+"""Pitches of ISO 261 metric threads [m], from 0.2 mm (M1 fine) to 6 mm (M64 coarse and the largest fine)."""
+
 CHAMFER_BELOW_ROOT = 1.0 / 16.0
 """The bolt's top chamfer ends this fraction of the pitch inside the minor radius ``D1 / 2``."""
 
@@ -276,7 +283,21 @@ def fastener_pair(
     thickness 38 mm and across flats 75 mm (so an M39 nut is 60.9 mm across flats and 30.9 mm thick; ISO 4032
     gives 60 and 31). The pitch is the pair's own.
     """
+    check_thread_size(diameter, pitch)
     s = check_positive("diameter", diameter) / M48_DIAMETER
     b = bolt(diameter, pitch, M48_BOLT_LENGTH * s, segments=segments)
     nt = nut(diameter, pitch, play, M48_NUT_THICKNESS * s, M48_NUT_ACROSS_FLATS * s, segments=segments)
     return b, nt
+
+
+def check_thread_size(diameter: float, pitch: float) -> None:
+    """Refuse a thread ``diameter`` or ``pitch`` [m] outside ISO 261 (:data:`ISO_DIAMETER_RANGE_M`,
+    :data:`ISO_PITCH_RANGE_M`): InvalidInputError naming the value, the range and, when the value read as millimetres
+    would fit, the value in metres to give instead."""
+    for label, value, (lo, hi) in (("diameter", diameter, ISO_DIAMETER_RANGE_M),
+                                   ("pitch", pitch, ISO_PITCH_RANGE_M)):
+        v = check_positive(label, value)
+        if not lo <= v <= hi:
+            hint = f"; if {v:g} is millimetres, give {v * 1e-3:g} [m]" if lo <= v * 1e-3 <= hi else ""
+            raise InvalidInputError(f"thread {label} {v:g} m is outside ISO 261 metric threads ({lo:g} to {hi:g} m)"
+                                    f"{hint}")
