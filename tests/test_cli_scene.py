@@ -223,3 +223,47 @@ def test_replan_benchmark_times_on_a_scene_file(tmp_path):
     r = bench_replan.run(quick=True, budget=tiny, scene=str(scene_file))
     assert r["pairings"] == ["scene"] and {p["pairing"] for p in r["points"]} == {"scene"}
     assert r["models"]["ground-truth"]["replans"] == len(r["points"]) >= 1
+
+
+def test_scene_peg_takes_the_controllers_gains_and_turns_the_polygon(tmp_path):
+    """Issue 35 part 8: the gains land in the scene's controller; --yaw-deg turns the tool, its target and the slot
+    together (the peg still fits: test_yawed_peg_inserts_as_the_unturned_one); unit-less angle flags keep working
+    as aliases of the -deg ones."""
+    import math
+
+    from contactkit.scene import ImpedanceGains
+
+    runner = CliRunner()
+    out = tmp_path / "p.json"
+    _ok(runner, ["scene", "peg", "--out", str(out), "--shape", "square", "--yaw-deg", "30", "--stiffness-pos", "800",
+                 "--stiffness-rot", "6", "--damping-ratio", "0.7", "--max-force", "20", "--max-torque", "1.5"])
+    scene = load_scene(out)
+    c = scene.controller
+    assert c.stiffness_pos.tolist() == [800.0] * 3 and c.stiffness_rot.tolist() == [6.0] * 3
+    assert (c.damping_ratio, c.max_force, c.max_torque) == (0.7, 20.0, 1.5)
+    assert c.max_pos_step == ImpedanceGains().max_pos_step  # what was not given keeps its default
+    turn = rotvec_to_quat(np.array([0.0, 0.0, math.radians(30)]))
+    for quat in (scene.tool.init_quat, scene.target_quat, scene.statics[1].quat):
+        np.testing.assert_allclose(quat, turn, atol=1e-15)
+    assert scene.meta["yaw"] == math.radians(30) and "yaw 30 deg" in scene.name
+    plain, alias = tmp_path / "plain.json", tmp_path / "alias.json"
+    _ok(runner, ["scene", "peg", "--out", str(plain), "--chamfer", "0.002", "--chamfer-angle-deg", "30"])
+    _ok(runner, ["scene", "peg", "--out", str(alias), "--chamfer", "0.002", "--chamfer-angle", "30"])
+    assert plain.read_bytes() == alias.read_bytes()
+    default = tmp_path / "default.json"
+    _ok(runner, ["scene", "peg", "--out", str(default)])
+    from contactkit.tasks import peg_in_hole
+    assert default.read_text() == peg_in_hole().to_json()  # no gains, no yaw: the library's scene, bit for bit
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--yaw-deg", "inf"], "--yaw-deg must be finite [deg], got inf"),
+    (["--max-force", "-1"], "--max-force must be finite and >= 0, got -1.0"),
+    (["--stiffness-pos", "nan"], "--stiffness-pos must be finite and >= 0, got nan"),
+    (["--chamfer", "0.002", "--chamfer-angle-deg", "inf"], "--chamfer-angle-deg must be finite [deg], got inf"),
+])
+def test_scene_peg_refuses_bad_gains_and_angles_in_one_line(argv, message, tmp_path):
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(app, ["scene", "peg", "--out", str(out), *argv])
+    assert r.exit_code == 2 and r.output.strip() == f"error: {message}", r.output
+    assert not out.exists()

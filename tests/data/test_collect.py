@@ -115,3 +115,25 @@ def test_a_demo_dataset_from_other_settings_is_kept_aside_not_resumed(tmp_path):
     collect(new, str(path))
     assert set_aside_if_stale(path, dataset_meta(old)) == tmp_path / "touch.stale-2.h5"
     assert set_aside_if_stale(tmp_path / "absent.h5", dataset_meta(old)) is None
+
+
+def test_a_refused_collect_writes_nothing_and_keeps_what_was_there(tmp_path):
+    """Issue 35 part 8: a world that cannot be built (a 0.5 s step the controller cannot survive) is refused before
+    any episode: the new file and the folders made for it are gone, so the corrected command starts afresh; a
+    dataset that already held episodes is kept as it was."""
+    from contactkit.physics import WorldParams
+
+    bad = CollectSpec(episodes=1, steps=2, world=WorldParams(timestep=0.5))
+    out = tmp_path / "new" / "deeper" / "d.h5"
+    with pytest.raises(ContactkitError, match="cannot be stable"):
+        collect(bad, str(out))
+    assert list(tmp_path.iterdir()) == []
+    good = CollectSpec(episodes=1, steps=2)
+    assert collect(good, str(out)) == 1
+    before = out.read_bytes()
+    with pytest.raises(ContactkitError, match="cannot be stable"):
+        collect(bad, str(tmp_path / "new" / "deeper" / "e.h5"))  # a folder that existed is kept
+    assert sorted(p.name for p in out.parent.iterdir()) == ["d.h5"] and out.read_bytes() == before
+    with pytest.raises(ContactkitError, match="meta differs"):
+        collect(bad, str(out))  # an existing dataset of another world is refused and kept
+    assert out.read_bytes() == before

@@ -106,6 +106,39 @@ def from_meshes(
         fail(exc)
 
 
+def _angle(deg: float, option: str) -> float:
+    """A chamfer angle in degrees as radians; 45° exactly as the library's default (bit-identical parts)."""
+    from contactkit.geometry import DEFAULT_CHAMFER_ANGLE
+
+    if not math.isfinite(deg):
+        raise InvalidInputError(f"{option} must be finite [deg], got {deg}")
+    return DEFAULT_CHAMFER_ANGLE if deg == 45.0 else math.radians(deg)
+
+
+def _yaw(deg: float) -> float:
+    """``--yaw-deg`` as radians (exactly 0 for 0: the default scene, bit for bit)."""
+    if not math.isfinite(deg):
+        raise InvalidInputError(f"--yaw-deg must be finite [deg], got {deg}")
+    return math.radians(deg) if deg else 0.0
+
+
+def _controller(gains: dict):
+    """:class:`~contactkit.scene.ImpedanceGains` with the given (not None) values replacing the defaults; a
+    stiffness applies to every axis. InvalidInputError naming the option when one is not finite or negative."""
+    import numpy as np
+
+    from contactkit.scene import ImpedanceGains
+
+    given = {k: v for k, v in gains.items() if v is not None}
+    for name, value in given.items():
+        if not (math.isfinite(value) and value >= 0):
+            raise InvalidInputError(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
+    for name in ("stiffness_pos", "stiffness_rot"):
+        if name in given:
+            given[name] = np.full(3, float(given[name]))
+    return ImpedanceGains(**given) if given else None
+
+
 @scene_app.command("peg")
 def parametric_peg(
     out: Annotated[Path, typer.Option(help=OUT_HELP)],
@@ -118,27 +151,41 @@ def parametric_peg(
     depth: Annotated[float, typer.Option(help="hole depth [m]")] = 0.025,
     slot_shape: Annotated[str | None, typer.Option(help="hole section if not the peg's")] = None,
     chamfer: Annotated[float, typer.Option(help="peg tip chamfer's length along the axis [m]")] = 0.0,
-    chamfer_angle: Annotated[float, typer.Option(help="peg tip chamfer's angle from the axis [deg]")] = 45.0,
+    chamfer_angle: Annotated[float, typer.Option(
+        "--chamfer-angle-deg", "--chamfer-angle", help="peg tip chamfer's angle from the axis [deg]")] = 45.0,
     slot_chamfer: Annotated[float, typer.Option(help="hole entry chamfer's length along the axis [m]")] = 0.0,
-    slot_chamfer_angle: Annotated[float, typer.Option(help="hole entry chamfer's angle from the axis [deg]")] = 45.0,
+    slot_chamfer_angle: Annotated[float, typer.Option(
+        "--slot-chamfer-angle-deg", "--slot-chamfer-angle", help="hole entry chamfer's angle from the axis [deg]")
+    ] = 45.0,
     circle_segments: Annotated[int, typer.Option(help="sides of the polygon that stands for a circular peg")] = 32,
     tool_mass: Annotated[float, typer.Option(help=MASS_HELP)] = 0.3,
     friction: Annotated[float, typer.Option(help=FRICTION_HELP)] = 0.5,
     start_height: Annotated[float, typer.Option(help=START_HELP)] = 0.01,
+    yaw: Annotated[float, typer.Option(
+        "--yaw-deg", help="turn of the peg and its slot about world +z [deg]; at 0 a face of the section has its "
+                          "outward normal along +x (docs/scenes.md)")] = 0.0,
+    stiffness_pos: Annotated[float | None, typer.Option(
+        help="controller's translational stiffness, every axis [N/m] (default 400)")] = None,
+    stiffness_rot: Annotated[float | None, typer.Option(
+        help="controller's rotational stiffness, every axis [N m/rad] (default 4)")] = None,
+    damping_ratio: Annotated[float | None, typer.Option(help="controller's damping ratio (default 1)")] = None,
+    max_force: Annotated[float | None, typer.Option(help="controller's force limit [N] (default 40)")] = None,
+    max_torque: Annotated[float | None, typer.Option(help="controller's torque limit [N m] (default 2)")] = None,
 ) -> None:
-    """A parametric peg-in-hole scene: a regular-polygon or circular peg above its slot, chamfers optional."""
-    from contactkit.geometry import DEFAULT_CHAMFER_ANGLE
+    """A parametric peg-in-hole scene: a regular-polygon or circular peg above its slot, chamfers optional, turned
+    by --yaw-deg, with the impedance controller's gains of your cell."""
     from contactkit.tasks.scenes import peg_in_hole
-
-    def angle(deg: float) -> float:  # 45° exactly as the library's default (bit-identical parts)
-        return DEFAULT_CHAMFER_ANGLE if deg == 45.0 else math.radians(deg)
 
     try:
         check_outputs((out, "--out", False))
+        gains = {"stiffness_pos": stiffness_pos, "stiffness_rot": stiffness_rot, "damping_ratio": damping_ratio,
+                 "max_force": max_force, "max_torque": max_torque}
         scene = peg_in_hole(shape, clearance, size=size, length=length, depth=depth, slot_shape=slot_shape,
-                            chamfer=chamfer, chamfer_angle=angle(chamfer_angle), slot_chamfer=slot_chamfer,
-                            slot_chamfer_angle=angle(slot_chamfer_angle), circle_segments=circle_segments,
-                            tool_mass=tool_mass, friction=friction, start_height=start_height)
+                            chamfer=chamfer, chamfer_angle=_angle(chamfer_angle, "--chamfer-angle-deg"),
+                            slot_chamfer=slot_chamfer,
+                            slot_chamfer_angle=_angle(slot_chamfer_angle, "--slot-chamfer-angle-deg"),
+                            circle_segments=circle_segments, tool_mass=tool_mass, friction=friction,
+                            start_height=start_height, yaw=_yaw(yaw), controller=_controller(gains))
         _write(scene, out)
     except ContactkitError as exc:
         fail(exc)
@@ -152,8 +199,10 @@ def connector(
     chamfer: Annotated[float, typer.Option(help="45° entry chamfer of the socket [m]")] = 1e-3,
     offset: Annotated[str | None, typer.Option(help="x,y offset of the socket from where the robot believes it "
                                                     "is [m]")] = None,
-    tilt: Annotated[str | None, typer.Option(help="x,y tilt of the socket about the world x and y axes [deg]")] = None,
-    yaw: Annotated[float, typer.Option(help="turn of the socket about the world z axis [deg]")] = 0.0,
+    tilt: Annotated[str | None, typer.Option(
+        "--tilt-deg", "--tilt", help="x,y tilt of the socket about the world x and y axes [deg]")] = None,
+    yaw: Annotated[float, typer.Option(
+        "--yaw-deg", "--yaw", help="turn of the socket about the world z axis [deg]")] = 0.0,
     plug_mass: Annotated[float, typer.Option(help="plug mass [kg]")] = 0.1,
 ) -> None:
     """A connector-insertion scene (LML paper §5): the C13-like plug above a socket of your parameters."""
@@ -164,12 +213,12 @@ def connector(
     try:
         check_outputs((out, "--out", False))
         xy = _pair(offset, "--offset") or (0.0, 0.0)
-        tx, ty = _pair(tilt, "--tilt") or (0.0, 0.0)
+        tx, ty = _pair(tilt, "--tilt-deg") or (0.0, 0.0)
         variant = SocketVariant(f"c{clearance * 1e3:g}mm-mu{friction:g}-ch{chamfer * 1e3:g}mm", clearance, friction,
                                 chamfer)
         rotvec = np.radians([tx, ty, yaw])
         if not np.isfinite(yaw):
-            raise InvalidInputError(f"--yaw must be finite, got {yaw}")
+            raise InvalidInputError(f"--yaw-deg must be finite, got {yaw}")
         scene = connector_insertion(variant, Misalignment(np.array([xy[0], xy[1], 0.0]), rotvec), plug_mass=plug_mass)
         _write(scene, out)
     except ContactkitError as exc:

@@ -218,26 +218,54 @@ def collect(spec: CollectSpec, out: str, progress: Callable[[int, int], None] | 
         ray_address: a running Ray cluster (``HOST:PORT``, ``auto``); None: a local instance of ``workers`` CPUs.
 
     Returns:
-        Number of episodes written by this call.
+        Number of episodes written by this call. A call that fails before committing its first episode to a file it
+        created removes that file (and the folders it made for it): a refused run leaves nothing behind.
     """
     parallel = uses_ray(workers, ray_address)
     if ray_address is not None:
         check_reachable(ray_address)  # before OUT is created
     written = 0
+    created = _missing_folders(Path(out).parent)
+    fresh = not Path(out).exists()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:
-        if progress:
-            progress(writer.n_committed, spec.episodes)
-        todo = range(writer.n_committed, spec.episodes)
-        with RayPool(workers, ray_address) if parallel and todo else nullcontext() as pool:
-            episodes = (pool.imap(_episode_job, [(spec, k) for k in todo]) if pool is not None
-                        else (collect_episode(spec, k) for k in todo))
-            for episode, ep in zip(todo, episodes, strict=True):
-                writer.append_episode(ep)
-                written += 1
-                if progress:
-                    progress(episode + 1, spec.episodes)
+    try:
+        with DatasetWriter(out, meta=dataset_meta(spec), resume=True) as writer:
+            if progress:
+                progress(writer.n_committed, spec.episodes)
+            todo = range(writer.n_committed, spec.episodes)
+            with RayPool(workers, ray_address) if parallel and todo else nullcontext() as pool:
+                episodes = (pool.imap(_episode_job, [(spec, k) for k in todo]) if pool is not None
+                            else (collect_episode(spec, k) for k in todo))
+                for episode, ep in zip(todo, episodes, strict=True):
+                    writer.append_episode(ep)
+                    written += 1
+                    if progress:
+                        progress(episode + 1, spec.episodes)
+    except BaseException:
+        if fresh and written == 0:  # a refused run (a world that cannot be built, a first episode that diverged)
+            _remove_unwritten(Path(out), created)  # leaves nothing that a corrected command would have to resume
+        raise
     return written
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders from ``folder`` up that do not exist yet (deepest first): what ``mkdir(parents=True)`` creates."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_unwritten(out: Path, created: list[Path]) -> None:
+    """Remove the dataset ``out`` this run created without committing an episode, and the folders it created for
+    it (when empty); a failure to remove is ignored (the original error is what the user needs)."""
+    try:
+        out.unlink(missing_ok=True)
+        for folder in created:
+            folder.rmdir()
+    except OSError:
+        pass
 
 
 def set_aside_if_stale(path: str | Path, meta: DatasetMeta) -> Path | None:

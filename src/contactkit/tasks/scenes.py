@@ -6,6 +6,8 @@ starts above its target; its F/T sensor sits at the top of the peg (the wrist mo
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from contactkit.errors import InvalidInputError
@@ -70,6 +72,7 @@ def peg_in_hole(
     chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
     slot_chamfer: float = 0.0,
     slot_chamfer_angle: float = DEFAULT_CHAMFER_ANGLE,
+    yaw: float = 0.0,
 ) -> Scene:
     """A peg above a matching slot on the table.
 
@@ -86,17 +89,24 @@ def peg_in_hole(
         start_height: gap between the peg tip and the slot's top face at the start [m].
         circle_segments: polygon sides of a circular peg.
         controller: impedance gains; default :class:`ImpedanceGains`.
+        yaw: turn of the peg and its slot together about world +z [rad]. At 0 the section's face ``k`` has its
+            outward normal at ``2 pi k / n`` from world +x (a face towards +x; a square's faces along ±x and ±y,
+            a triangle's corner towards −x; :func:`contactkit.geometry.prism.polygon`); the tool's start and target
+            orientation and the slot's body turn by ``yaw``, so the peg still fits (recorded as ``meta["yaw"]``).
 
     Returns:
         Scene whose ``target_pos`` is the hole's bottom centre (where the peg tip ends when inserted).
     """
+    if not (isinstance(yaw, (int, float)) and math.isfinite(yaw)):
+        raise InvalidInputError(f"peg_in_hole: yaw must be a finite angle [rad], got {yaw!r}")
+    turn = np.array([math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)])
     tool_part = peg(shape, size, length, chamfer=chamfer, chamfer_angle=chamfer_angle, circle_segments=circle_segments)
     slot_part = matching_slot(tool_part, clearance, depth, slot_shape=slot_shape, chamfer=slot_chamfer,
                               chamfer_angle=slot_chamfer_angle)
     floor = slot_part.meta["floor"]
-    slot_body = StaticBody(slot_part, pos=(0.0, 0.0, floor), friction=friction)
+    slot_body = StaticBody(slot_part, pos=(0.0, 0.0, floor), quat=turn, friction=friction)
     target = np.array([0.0, 0.0, floor])
-    tool = make_tool(tool_part, tool_mass, friction, target + [0.0, 0.0, depth + start_height])
+    tool = make_tool(tool_part, tool_mass, friction, target + [0.0, 0.0, depth + start_height], turn)
     meta = {
         "task": "peg-in-hole",
         "shape": tool_part.meta["shape"],
@@ -105,15 +115,18 @@ def peg_in_hole(
         "depth": float(depth),
         "hole_apothem": slot_part.meta["hole_apothem"],
         "slot_top_z": float(floor + depth),
+        **({"yaw": float(yaw)} if yaw else {}),
     }
     return Scene(
-        name=f"peg-in-hole({tool_part.meta['shape']} in {slot_part.meta['shape']}, {clearance * 1e3:g} mm)",
+        name=f"peg-in-hole({tool_part.meta['shape']} in {slot_part.meta['shape']}, {clearance * 1e3:g} mm"
+             + (f", yaw {math.degrees(yaw):g} deg)" if yaw else ")"),
         tool=tool,
         statics=(table(friction), slot_body),
         controller=controller or ImpedanceGains(),
         workspace_lo=(-0.08, -0.08, floor),
         workspace_hi=(0.08, 0.08, 0.2),
         target_pos=target,
+        target_quat=turn,
         meta=meta,
     )
 
