@@ -10,6 +10,7 @@ from contactkit.cli import (  # noqa: F401  (registers the commands)
     learn_depth,
     measure,
     pushing,
+    residual,
     scene,
     visual,
 )

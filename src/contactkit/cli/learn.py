@@ -15,6 +15,8 @@ from contactkit.cli._app import app, check_device_and_checkpoint, check_outputs,
 from contactkit.errors import ContactkitError, InvalidInputError
 
 MODEL_VARIANTS = {"act-fignet": "act_fignet", "fignet-plus": "fignet_plus"}
+RESIDUAL_MODEL = "residual"
+"""``contactkit train --model residual``: physics plus a learned residual (:mod:`contactkit.cli.residual`)."""
 """``contactkit train --model`` names → :class:`contactkit.models.gnn.ModelVariant` values."""
 VAL_FRACTION = 0.1
 """Episodes held out for validation when ``contactkit train`` is given no ``--val`` file."""
@@ -70,7 +72,11 @@ def train(
     out: Annotated[Path, typer.Option(help="output folder for checkpoints (resumed if it holds a run)")],
     val: Annotated[list[Path] | None, typer.Option(
         help="validation HDF5 file(s); repeat --val for several (default: 10 % of the episodes)")] = None,
-    model: Annotated[str, typer.Option(help="act-fignet | fignet-plus")] = "act-fignet",
+    model: Annotated[str, typer.Option(help="act-fignet | fignet-plus | residual (a learned correction of a physics "
+                                             "backbone: --backbone, --model-world)")] = "act-fignet",
+    backbone: Annotated[str, typer.Option(help="residual: the physics it corrects, mujoco | engine")] = "mujoco",
+    model_world: Annotated[str, typer.Option(
+        help="residual: the backbone's world, a preset or JSON file (e.g. contactkit calibrate's)")] = "nominal",
     config: Annotated[str, typer.Option(help="preset: small (2 CPUs, < 30 min) | paper (Table II)")] = "small",
     steps: Annotated[int | None, typer.Option(help="optimisation steps (default: the preset's)")] = None,
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
@@ -98,8 +104,9 @@ def train(
         "batch (the serial run's steps within float tolerance); under torchrun (torchrun --nproc-per-node N -m "
         "contactkit train ...) its processes are used instead")] = 1,
 ) -> None:
-    """Train Act-FIGNet or FIGNet+ on recorded trajectories, with periodic validation. The data must carry its
-    scene (collected data does; for imported robot logs give --scene here or to contactkit import)."""
+    """Train Act-FIGNet, FIGNet+ or a residual over physics on recorded trajectories, with periodic validation. The
+    data must carry its scene (collected data does; for imported robot logs give --scene here or to contactkit
+    import)."""
     import dataclasses
 
     import torch
@@ -111,10 +118,15 @@ def train(
     from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
     from contactkit.scene import Scene
 
+    if model == RESIDUAL_MODEL:
+        from contactkit.cli.residual import train_residual_command
+
+        return train_residual_command(list(data), list(val or []), out, backbone, model_world, steps, seed, scene)
     try:  # every argument is checked before any data is read (--out, a checkpoint to resume included)
         check_device_and_checkpoint(device)
         if model not in MODEL_VARIANTS:
-            raise InvalidInputError(f"unknown model {model!r}; choose one of {sorted(MODEL_VARIANTS)}")
+            raise InvalidInputError(f"unknown model {model!r}; choose one of {sorted(MODEL_VARIANTS)} or "
+                                    f"{RESIDUAL_MODEL!r}")
         if threads < 1:
             raise InvalidInputError(f"--threads must be >= 1, got {threads}")
         if ddp < 1 or ((ddp > 1 or launched_by_torchrun()) and workers > 0):
