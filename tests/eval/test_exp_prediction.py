@@ -2,15 +2,20 @@
 (the full run is the measurement; these check its bookkeeping on tiny data)."""
 
 import dataclasses
+import json
 
 import pytest
 
 from contactkit.eval import exp_prediction as exp
-from contactkit.eval.predict_eval import load_recorded
-from contactkit.eval.prediction_bar import BAR_FORCE_CLEAN_RATIO, BAR_FORCE_RATIO
+from contactkit.eval.predict_eval import EvalConfig, load_recorded
+from contactkit.eval.prediction_bar import BAR_FORCE_CLEAN_RATIO, BAR_FORCE_RATIO, residual_bar
 from contactkit.eval.prediction_bar import bar as prediction_bar
+from contactkit.eval.prediction_jobs import _jobs_for
+from contactkit.eval.worlds import world_pair
+from contactkit.physics import load_world
 
-TINY = dataclasses.replace(exp.QUICK_BUDGET, train_episodes=1, val_episodes=1, test_episodes=1, episode_steps=12)
+TINY = dataclasses.replace(exp.QUICK_BUDGET, train_episodes=1, val_episodes=1, test_episodes=1, episode_steps=12,
+                           held_out_episodes=0)
 
 
 def _row(model, pos, force, torque, clean, clean_torque):
@@ -23,8 +28,12 @@ def test_test_sets_get_verified_clean_twins(tmp_path):
     assert twins == {"test": {"identical": True, "max_state_diff": 0.0, "reason": None}}
     noisy, clean = load_recorded(paths["test"]), load_recorded(paths["test-clean"])
     assert (noisy.episodes[0].wrench != clean.episodes[0].wrench).all()  # noise and bias on every reading
-    jobs = exp._eval_jobs(paths, TINY, 0, "cpu", None)
+    config = EvalConfig(horizon=TINY.horizon, max_segments=TINY.segments, max_transitions=TINY.transitions)
+    worlds = world_pair(None, None, "prediction-accuracy", default_world=exp.DEFAULT_WORLD)
+    jobs = _jobs_for(None, exp._eval_sets(TINY), paths, config, 0, "cpu", worlds)
     assert {j.clean for j in jobs} == {paths["test-clean"]}
+    assert {j.model for j in jobs} == {"mujoco-nominal", "mujoco-nominal-wrench", "mujoco-target-oracle",
+                                       "engine-nominal"}
     assert "train-clean" not in paths and "val-clean" not in paths
 
 
@@ -61,3 +70,31 @@ def test_clean_force_bar_is_issue_19s_half_and_recorded_keeps_issue_5s_third():
     assert passing["force_clean_ok"] and passing["force_bar_ok"] and not passing["force_ok"]
     failing = prediction_bar(rows(0.55), exp.TRAIN_POLICY)
     assert not failing["force_clean_ok"] and not failing["force_bar_ok"] and not failing["force_ok"]
+
+
+def test_held_out_sets_are_collected_in_their_own_worlds(tmp_path):
+    budget = dataclasses.replace(TINY, test_episodes=1, held_out_episodes=1)
+    paths, twins = exp._collect_all(tmp_path, budget, seed=0)
+    for world in exp.HELD_OUT_WORLDS:
+        data = load_recorded(paths[f"held-out-{world}"])
+        stored = json.loads(data.meta.world)
+        assert (stored["friction_scale"], stored["mass_scale"]) == (load_world(world).friction_scale,
+                                                                     load_world(world).mass_scale)
+    kinds = {name: kind for _, name, kind in exp._eval_sets(budget)}
+    assert kinds == {"test": "main", "held-out-nominal": "held-out", "held-out-target-parametric": "held-out"}
+
+
+def test_residual_bar_reads_ratios_calibrated_ood_and_held_out_rows():
+    def row(model, pos, clean, policy=exp.TRAIN_POLICY):
+        return {**_row(model, pos, 0.5, 0.02, clean, 0.01), "policy": policy}
+
+    rows = [row("residual-mujoco", 2.0, 0.05), row("mujoco-nominal", 10.0, 0.2), row("mujoco-calibrated", 5.0, 0.15),
+            row("residual-mujoco", 3.0, 0.1, "spiral"), row("mujoco-nominal", 2.0, 0.1, "spiral")]
+    held = [{**row("residual-mujoco", 1.0, 0.1), "world": "nominal"}, {**row("mujoco-nominal", 1.0, 0.1),
+                                                                       "world": "nominal"}]
+    got = residual_bar(rows, held, exp.TRAIN_POLICY, ("spiral",))["residual-mujoco"]
+    assert got["pos_ratio_vs_mujoco_nominal"] == pytest.approx(0.2) and got["pos_ok"]
+    assert got["force_clean_ratio_vs_mujoco_nominal"] == pytest.approx(0.25) and got["force_clean_ok"]
+    assert got["below_mujoco_calibrated"] is True
+    assert got["ood_pos_below_nominal"] == {"spiral": False}
+    assert got["held_out"]["nominal"]["not_worse"] is True

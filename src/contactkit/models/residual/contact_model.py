@@ -168,8 +168,8 @@ class ResidualContactModel:
         ``trust``), float64 geometry."""
         t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
         n = len(action)
-        ref_pos = t(np.broadcast_to(self.scene.target_pos, (n, 3)))
-        ref_quat = t(np.broadcast_to(self.scene.target_quat, (n, 4)))
+        ref_pos = t(np.repeat(np.asarray(self.scene.target_pos, dtype=np.float64)[None], n, axis=0))
+        ref_quat = t(np.repeat(np.asarray(self.scene.target_quat, dtype=np.float64)[None], n, axis=0))
         with torch.no_grad():
             x = features(t(hist), t(action), t(prev), t(bb), t(bb_wrench), ref_pos, ref_quat)
             corr, gate = self.net(x.to(self._device, self._dtype), gated=self.gated)

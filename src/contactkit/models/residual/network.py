@@ -107,8 +107,10 @@ class ResidualNet(nn.Module):
         return g
 
     def disagreement(self, x: torch.Tensor) -> torch.Tensor:
-        """``u (B,)``: the members' mean standard deviation in normalised units (what :attr:`u_cal` calibrates)."""
-        return self.members_normalised(x).std(0).mean(-1)
+        """``u (B,)``: the members' mean standard deviation in normalised units (what :attr:`u_cal` calibrates);
+        no gradient."""
+        with torch.no_grad():
+            return self.members_normalised(x).std(0).mean(-1)
 
     def forward(self, x: torch.Tensor, gated: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """``(correction (B, out_dim) in target units, gate (B,))``; ``gated=False`` returns the full mean."""

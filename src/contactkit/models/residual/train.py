@@ -154,13 +154,13 @@ def train_residual(episodes: Sequence[LoggedEpisode], val_episodes: Sequence[Log
         loss = _one_step_loss(net, x, y, config.batch, gen)
         if it >= config.one_step_iters:
             r = rollout_loss(net, episodes, offsets, backbones, config.rollout_batch, config.rollout_steps, rng)
-            rolled.append(float(r))
+            rolled.append(r.item())
             loss = loss + config.rollout_weight * r
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
-        one_step.append(float(loss))
+        one_step.append(loss.item())
         report("train residual", it + 1, total)
     net.eval()
     with torch.no_grad():

@@ -1,0 +1,78 @@
+"""Calibration: the unit-cube map of the parameters, and an oracle — logs of a world whose tool is heavier than the
+scene says are replayed best at the true mass, which the search finds."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from contactkit.calibration import CalibrationBudget, calibrate, from_unit, param_names, to_unit
+from contactkit.calibration.space import PAPER_CONTACT, PAPER_FREE, PARAMS, current
+from contactkit.data.collect import CollectSpec, collect
+from contactkit.data.logged import load_logged
+from contactkit.errors import InvalidInputError
+from contactkit.physics import load_world
+from contactkit.tasks import peg_in_hole
+
+SCENE = peg_in_hole("hexagon", 1e-3)
+
+
+def test_unit_cube_round_trips_every_parameter():
+    u = np.linspace(0.05, 0.95, len(PAPER_CONTACT) + 1)
+    names = PAPER_CONTACT + ("friction_scale",)
+    world = from_unit(load_world("nominal"), SCENE, names, u)
+    np.testing.assert_allclose(to_unit(world, SCENE, names), u, atol=1e-9)
+    values = current(world, SCENE)
+    for name in names:
+        spec = PARAMS[name]
+        lo, hi = (spec.lo * SCENE.tool.mass, spec.hi * SCENE.tool.mass) if spec.relative else (spec.lo, spec.hi)
+        assert lo <= values[name] <= hi
+
+
+def test_nominal_values_sit_inside_the_bounds_and_map_back():
+    nominal = load_world("nominal")
+    u = to_unit(nominal, SCENE, PAPER_FREE)
+    assert np.all((u >= 0) & (u <= 1))
+    world = from_unit(nominal, SCENE, PAPER_FREE, u)
+    assert world.tool_mass == pytest.approx(SCENE.tool.mass)
+    assert world.wrist_armature == pytest.approx(nominal.wrist_armature)
+    # no damping lies below the log-scaled range: it maps to the range's floor, a negligible damping
+    assert world.linear_damping == pytest.approx(PARAMS["linear_damping"].lo)
+    assert world.angular_damping == pytest.approx(PARAMS["angular_damping"].lo)
+
+
+def test_parameter_sets_and_unknown_names():
+    assert param_names("paper") == (PAPER_FREE, PAPER_CONTACT)
+    assert param_names("paper+friction")[1][-1] == "friction_scale"
+    assert param_names("tool_mass,solref_timeconst") == (("tool_mass",), ("tool_mass", "solref_timeconst"))
+    with pytest.raises(InvalidInputError, match="unknown"):
+        param_names("mass,banana")
+
+
+@pytest.fixture(scope="module")
+def heavy_logs(tmp_path_factory):
+    """Logs of the nominal world with a 1.4x heavier tool (the controller compensates the scene's weight)."""
+    root = tmp_path_factory.mktemp("calibration")
+    world = dataclasses.replace(load_world("nominal"), tool_mass=1.4 * SCENE.tool.mass)
+    paths = {}
+    for name, seed, episodes in (("fit", 21, 3), ("held", 22, 1)):
+        paths[name] = str(root / f"{name}.h5")
+        collect(CollectSpec(policy="random-spline", episodes=episodes, steps=60, seed=seed, world=world), paths[name])
+    return paths
+
+
+def test_calibration_finds_the_true_mass(heavy_logs):
+    fit, held = load_logged([heavy_logs["fit"]]), load_logged([heavy_logs["held"]])
+    budget = CalibrationBudget(coarse=8, local=25, segments=24, horizon=8)
+    result = calibrate(fit.episodes, held.episodes, load_world("nominal"), (("tool_mass",), ("tool_mass",)),
+                       fit.action_mode, budget, np.random.default_rng(0))
+    assert result.world.tool_mass == pytest.approx(1.4 * SCENE.tool.mass, rel=0.05)
+    for kind in result.held_out.values():
+        assert kind["calibrated"]["pos_rmse_m"] < 0.5 * kind["start"]["pos_rmse_m"]
+
+
+def test_a_world_with_unmodelled_effects_is_refused_as_start(heavy_logs):
+    fit = load_logged([heavy_logs["fit"]])
+    with pytest.raises(InvalidInputError, match="command_latency"):
+        calibrate(fit.episodes, fit.episodes, load_world("target"), (("tool_mass",), ("tool_mass",)),
+                  fit.action_mode, CalibrationBudget(), np.random.default_rng(0))
