@@ -24,16 +24,18 @@ import contactkit
 from contactkit.cli import app
 from contactkit.data import DatasetWriter, import_log, load_log, open_dataset
 from contactkit.data.collect import CollectSpec, dataset_meta
+from contactkit.data.logged import load_logged
 from contactkit.data.schema import DatasetMeta
 from contactkit.data.training import training_data
 from contactkit.data.windows import TrajectoryWindows
 from contactkit.depth import load_depth_nets
 from contactkit.errors import ContactkitError
 from contactkit.eval.predict_eval import load_recorded
-from contactkit.eval.predictors import checkpoint_predictor
+from contactkit.eval.predictors import checkpoint_predictor, residual_predictor
 from contactkit.geometry import DecompositionSettings, box, decompose, load_mesh, mesh_sha256
 from contactkit.geometry.decompose import _cache_key
 from contactkit.models.gnn import GnnContactModel, load_checkpoint
+from contactkit.models.residual import load_residual
 from contactkit.physics import load_world
 from contactkit.scene import Scene
 from contactkit.tasks.scenes import peg_in_hole
@@ -124,6 +126,9 @@ LOADERS: dict[str, Callable[[Path, Path], object]] = {
     "GnnContactModel": lambda p, tmp: GnnContactModel.from_checkpoint(p, peg_in_hole("square", 1e-3)),
     "checkpoint_predictor": lambda p, tmp: checkpoint_predictor(p, "bad"),
     "load_world": lambda p, tmp: load_world(p),
+    "load_residual": lambda p, tmp: load_residual(p),
+    "residual_predictor": lambda p, tmp: residual_predictor(p, "bad"),
+    "load_logged": lambda p, tmp: load_logged([p]),
     "load_depth_nets": lambda p, tmp: load_depth_nets(p),
     "load_depth_nets as .json": lambda p, tmp: load_depth_nets(_copy(p, tmp, p.stem + ".json")),
     "decompose": lambda p, tmp: decompose(load_mesh(p), DECOMPOSE, cache_dir=tmp / "cache"),
@@ -208,6 +213,17 @@ def _commands(bad: Path, data: Path, ckpt: Path, tmp: Path) -> dict[str, list[st
         "train --val": ["train", "--data", str(data), "--val", str(bad), "--out", str(tmp / "t2"), "--steps", "1"],
         "train --out (a file)": ["train", "--data", str(data), "--out", str(bad), "--steps", "1"],
         "train --out (resume)": ["train", "--data", str(data), "--out", str(run), "--steps", "1"],
+        "train --model residual --data": ["train", "--model", "residual", "--data", str(bad), "--val", str(data),
+                                          "--out", str(tmp / "r1"), "--steps", "1"],
+        "train --model residual --val": ["train", "--model", "residual", "--data", str(data), "--val", str(bad),
+                                         "--out", str(tmp / "r2"), "--steps", "1"],
+        "train --model residual --model-world": ["train", "--model", "residual", "--data", str(data), "--val",
+                                                 str(data), "--model-world", str(bad), "--out", str(tmp / "r3")],
+        "calibrate --data": ["calibrate", "--data", str(bad), "--held-out", str(data), "--out", str(tmp / "w1.json")],
+        "calibrate --held-out": ["calibrate", "--data", str(data), "--held-out", str(bad), "--out",
+                                 str(tmp / "w2.json")],
+        "calibrate --world": ["calibrate", "--data", str(data), "--held-out", str(data), "--world", str(bad),
+                              "--out", str(tmp / "w3.json")],
         "evaluate --model": ["evaluate", "--model", str(bad), "--data", str(data), "--baseline", "none"],
         "evaluate --data": ["evaluate", "--model", str(ckpt), "--data", str(bad), "--baseline", "none"],
         "evaluate --baseline": ["evaluate", "--model", str(ckpt), "--data", str(data), "--baseline", str(bad)],

@@ -17,12 +17,20 @@ __all__ = ["calibrate", "train_residual_command"]
 
 
 class _Bar:
-    """``progress(stage, done, total)`` onto a rich progress display, one task per stage."""
+    """``progress(stage, done, total)`` onto a rich progress display, one task per stage; the display opens at the
+    first report (so an error while the inputs are read is printed alone, on one line) and closes with the block."""
 
-    def __init__(self, bar):
-        self.bar, self.tasks = bar, {}
+    def __enter__(self) -> _Bar:
+        self.bar, self.tasks = None, {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = progress().__enter__()
         if stage not in self.tasks:
             self.tasks[stage] = self.bar.add_task(stage, total=total)
         self.bar.update(self.tasks[stage], completed=done, total=total)
@@ -67,9 +75,8 @@ def train_residual_command(data: list[Path], val: list[Path] | None, out: Path, 
             config = dataclasses.replace(config, one_step_iters=steps - rollout, rollout_iters=rollout)
         torch.set_num_threads(1)
         started = time.perf_counter()
-        with progress() as bar:
-            path, record = fit_residual(data, val, backbone, world, config, out / "residual.safetensors", geometry,
-                                        _Bar(bar))
+        with _Bar() as bar:
+            path, record = fit_residual(data, val, backbone, world, config, out / "residual.safetensors", geometry, bar)
     except ContactkitError as exc:
         fail(exc)
     v = record["val"]
@@ -114,9 +121,8 @@ def calibrate(
             raise InvalidInputError("--coarse, --local, --segments and --horizon must be >= 1")
         budget = CalibrationBudget(coarse, local, segments, horizon)
         geometry = Scene.from_json(scene_text(scene)) if scene is not None else None
-        with progress() as bar:
-            path, record = fit_calibration(data, held_out, load_world(world), params, budget, out, seed, geometry,
-                                           _Bar(bar))
+        with _Bar() as bar:
+            path, record = fit_calibration(data, held_out, load_world(world), params, budget, out, seed, geometry, bar)
     except ContactkitError as exc:
         fail(exc)
     console.print(f"wrote {path} ({record['evaluations']} replays)", highlight=False)
