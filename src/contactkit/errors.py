@@ -36,3 +36,8 @@ class SimulationDiverged(ContactkitError, RuntimeError):
 
 class ToolTunnelled(SimulationDiverged):
     """The tool passed through (or past the middle of) a static body: the step is physically meaningless."""
+
+
+class WorkerLost(ContactkitError, RuntimeError):
+    """A parallel job's worker died beyond the scheduler's retries (killed, out of memory, its machine lost): the jobs
+    before it in order were delivered (a collection keeps those episodes and resumes after them); this job was not."""

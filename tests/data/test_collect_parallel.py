@@ -126,3 +126,32 @@ def test_cli_collect_on_its_own_local_ray_instance_matches_serial_and_leaves_no_
         assert not _processes_naming(ray_dir)  # every process of its instance (gcs, raylet, workers) is gone
     finally:
         shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+def _crash_on(index: int):
+    """A collection job that kills its worker process on episode ``index`` (every retry too), else collects it; a
+    lambda, so Ray ships it by value."""
+    from contactkit.data.collect import collect_episode
+
+    return lambda job: os._exit(3) if job[1] == index else collect_episode(*job)
+
+
+def test_a_worker_lost_beyond_retries_is_one_clear_error_and_the_episodes_before_it_are_kept(
+        tmp_path, ray_cluster, monkeypatch):
+    """Issue 35 part 6: Ray's WorkerCrashedError (a worker killed on every retry) becomes WorkerLost naming the job;
+    the episodes before it are committed and the same command resumes to the serial run's file."""
+    import contactkit.data.collect as collect_module
+    from contactkit.data.reader import open_dataset
+    from contactkit.errors import WorkerLost
+
+    spec = CollectSpec(episodes=4, steps=STEPS, seed=5)
+    collect(spec, str(tmp_path / "serial.h5"))
+    monkeypatch.setattr(collect_module, "_episode_job", _crash_on(2))
+    with pytest.raises(WorkerLost, match=r"job 2 \(in submission order\) was lost: its Ray worker died .*"
+                                         r"WorkerCrashedError.* the 2 job\(s\) before it were delivered"):
+        collect(spec, str(tmp_path / "parallel.h5"), workers=2)
+    with open_dataset(tmp_path / "parallel.h5") as ds:
+        assert len(ds) == 2
+    monkeypatch.undo()
+    assert collect(spec, str(tmp_path / "parallel.h5"), workers=2) == 2
+    assert_same_file(tmp_path / "serial.h5", tmp_path / "parallel.h5")

@@ -27,13 +27,18 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 
-from contactkit.errors import InvalidInputError
+from contactkit.errors import InvalidInputError, WorkerLost
 
 RAY_INSTALL_HINT = "pip install 'contactkit[scale]' (ray)"
 """How to get Ray, named by the error raised when it is missing."""
 
 RESULTS_BUFFERED_PER_WORKER = 4
 """Finished results that :meth:`RayPool.imap` holds per worker while an earlier job still runs (bounds memory)."""
+
+LOST_WORKER_ERRORS = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "OwnerDiedError",
+                      "ObjectLostError")
+"""Ray exceptions (``ray.exceptions``) that mean a job's worker, node or result was lost rather than the job failing
+on its own: :meth:`RayPool.imap` reports them as :class:`~contactkit.errors.WorkerLost`."""
 
 CONNECT_TIMEOUT_S = 10.0
 """Longest wait [s] for a TCP answer from a ``HOST:PORT`` cluster address before giving up."""
@@ -120,7 +125,9 @@ class RayPool:
 
     On enter it uses the Ray instance this process is already connected to, else connects to ``address`` (a running
     cluster: ``HOST:PORT``, ``auto``, ``ray://HOST:PORT``), else starts a local instance of ``workers`` CPUs on
-    127.0.0.1; on exit it shuts down only what it started or connected to. Each job is a task of one CPU.
+    this machine (Ray 2.60 binds its ports on every interface: docs/scale.md); on exit it shuts down only what it
+    started or connected to. Each job is a task of one CPU. A job whose worker dies beyond Ray's retries is a
+    :class:`~contactkit.errors.WorkerLost` from :meth:`imap`.
 
     Args:
         workers: jobs running at a time (>= 1).
@@ -191,7 +198,7 @@ class RayPool:
                     running[self._task.remote(fn, job)] = submitted
                     submitted += 1
                 if due in finished:
-                    yield self._ray.get(finished.pop(due))
+                    yield self._result(finished.pop(due), due)
                     due += 1
                 elif not running:
                     return
@@ -202,6 +209,19 @@ class RayPool:
         finally:
             for ref in running:
                 self._ray.cancel(ref)
+
+    def _result(self, ref, index: int):
+        """The result of job ``index`` (in submission order); :class:`~contactkit.errors.WorkerLost` when its worker
+        died beyond Ray's task retries (:data:`LOST_WORKER_ERRORS`)."""
+        lost = tuple(getattr(self._ray.exceptions, name) for name in LOST_WORKER_ERRORS
+                     if hasattr(self._ray.exceptions, name))
+        try:
+            return self._ray.get(ref)
+        except lost as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise WorkerLost(f"job {index} (in submission order) was lost: its Ray worker died beyond Ray's retries "
+                             f"({type(exc).__name__}: {first}); the {index} job(s) before it were delivered (a "
+                             "collection keeps those episodes: run the same command again to resume)") from None
 
     def map(self, fn: Callable, jobs: Iterable) -> list:
         """``[fn(job) for job in jobs]``, run on the workers."""
