@@ -1,4 +1,4 @@
-"""The demo repeats and shows work (issue 15, item 10): fixed-step training is bit-identical, and the spiral
+"""The demo repeats and shows work: fixed-iteration training of its residual is bit-identical, and the spiral
 insertions start misaligned so that the search has to find the hole."""
 
 import numpy as np
@@ -7,54 +7,44 @@ from safetensors import safe_open
 
 from contactkit.control.policies import CONTACT_FORCE_N
 from contactkit.data.collect import CollectSpec, collect
-from contactkit.data.training import training_data
 from contactkit.demo import SPIRAL_OFFSET_M, SUCCESS_DISTANCE_M, spiral_trial, train_demo_model
+from contactkit.models.residual import ResidualTrainConfig
 from contactkit.physics import load_world
 from contactkit.tasks.scenes import peg_in_hole
 
-TINY_STEPS = 3
-"""Optimisation steps of the determinism test (each small-preset step is a fraction of a second)."""
+TINY = ResidualTrainConfig(hidden=16, members=2, one_step_iters=6, batch=16, rollout_iters=2, rollout_batch=3,
+                           rollout_steps=2)
+"""A residual budget of a second: enough to tell two seeds apart."""
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """Two short target-world episodes: the first trains, the second validates."""
+def touch(tmp_path_factory):
+    """Four short target-world episodes: two train, one calibrates the gate (the last is the demo's held-out one)."""
     path = tmp_path_factory.mktemp("tiny") / "touch.h5"
-    collect(CollectSpec(episodes=2, steps=12, seed=3, world=load_world("target-parametric")), str(path))
-    return training_data(path, episodes=[0]), training_data(path, episodes=[1])
+    collect(CollectSpec(policy="contact-spline", episodes=4, steps=16, seed=3, world=load_world("target")), str(path))
+    return path
 
 
-def _files(result) -> dict[str, tuple[dict, dict[str, bytes]]]:
-    """Each checkpoint's metadata and tensor bytes (safetensors writes the metadata keys in an arbitrary order, so
-    whole files are not compared byte for byte)."""
-    out = {}
-    for path in {result.last_checkpoint, result.best_checkpoint} - {None}:
-        with safe_open(path, framework="pt") as f:
-            tensors = {k: f.get_tensor(k).numpy().tobytes() for k in f.keys()}
-            out[path.name] = (f.metadata(), tensors)
-    return out
+def _weights(path):
+    with safe_open(path, framework="pt") as f:
+        return f.metadata()["net_config"], {k: f.get_tensor(k).numpy().tobytes() for k in f.keys()}
 
 
-def test_fixed_step_training_is_bit_identical_in_the_same_folder(tiny, tmp_path):
-    """A second run into the folder of the first (``make demo`` twice) starts afresh and writes the same bytes."""
-    data, val = tiny
-    first = train_demo_model(data, val, tmp_path / "model", seed=0, steps=TINY_STEPS)
-    first_files = _files(first)
-    second = train_demo_model(data, val, tmp_path / "model", seed=0, steps=TINY_STEPS)
-    assert first.step == second.step == TINY_STEPS
-    assert first.losses == second.losses
-    assert first.val_history == second.val_history
-    assert first_files == _files(second)
-    assert set(first_files) == {"last.safetensors", "best.safetensors"}
+def test_fixed_iteration_training_is_bit_identical_in_the_same_folder(touch, tmp_path):
+    """A second run into the folder of the first (``make demo`` twice) starts afresh and writes the same weights."""
+    first, rec1 = train_demo_model(touch, 4, tmp_path / "model" / "r.safetensors", seed=0, config=TINY)
+    first_weights = _weights(first)
+    second, rec2 = train_demo_model(touch, 4, tmp_path / "model" / "r.safetensors", seed=0, config=TINY)
+    assert rec1["one_step_loss"] == rec2["one_step_loss"] and rec1["rollout_loss"] == rec2["rollout_loss"]
+    assert first_weights == _weights(second)
 
 
-def test_another_seed_trains_another_model(tiny, tmp_path):
-    """The comparison above can fail: a different seed changes the losses and the checkpoint."""
-    data, val = tiny
-    a = train_demo_model(data, val, tmp_path / "a", seed=0, steps=TINY_STEPS)
-    b = train_demo_model(data, val, tmp_path / "b", seed=1, steps=TINY_STEPS)
-    assert a.losses != b.losses
-    assert _files(a)["last.safetensors"] != _files(b)["last.safetensors"]
+def test_another_seed_trains_another_model(touch, tmp_path):
+    """The comparison above can fail: a different seed changes the losses and the weights."""
+    a, rec_a = train_demo_model(touch, 4, tmp_path / "a" / "r.safetensors", seed=0, config=TINY)
+    b, rec_b = train_demo_model(touch, 4, tmp_path / "b" / "r.safetensors", seed=1, config=TINY)
+    assert rec_a["one_step_loss"] != rec_b["one_step_loss"]
+    assert _weights(a)[1] != _weights(b)[1]
 
 
 def test_spiral_trial_starts_misaligned_and_searches():

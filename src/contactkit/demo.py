@@ -1,7 +1,8 @@
 """``contactkit demo`` (what ``make demo`` runs): the main story end to end on CPU, in minutes.
 
-Now: touch (collect a peg-in-hole dataset in the target world), learn and predict (train a small
-Act-FIGNet on it for a few minutes and predict a held-out episode, next to MuJoCo's nominal world),
+Now: touch (collect a peg-in-hole dataset in the ``target`` world, the stand-in for a real cell with its latency,
+compliance and sensor filter), learn and predict (train a residual over nominal MuJoCo on it — the model that wins
+``contactkit experiment prediction-accuracy`` — and predict a held-out episode, next to MuJoCo's nominal world),
 insert (spiral search in MuJoCo for each tool shape, the unseen circle-in-square included), estimate
 (place a block on a pillar whose location is uncertain, estimating it from F/T through the differentiable
 contact step, next to the particle filter and the trigger heuristic), and write a report under ``out/demo/``.
@@ -9,7 +10,6 @@ contact step, next to the particle filter and the trigger heuristic), and write 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
@@ -22,17 +22,19 @@ from contactkit.control.policies import CONTACT_FORCE_N, SpiralConfig, SpiralPol
 from contactkit.data.collect import CollectSpec, collect, dataset_meta, run_episode, set_aside_if_stale
 from contactkit.data.reader import open_dataset
 from contactkit.data.schema import Episode
-from contactkit.data.training import training_data
+from contactkit.devices import torch_threads
 from contactkit.eval.predict_eval import (
     ActionSource,
     EvalConfig,
-    checkpoint_predictor,
     evaluate_predictors,
     load_recorded,
     mujoco_predictor,
     report_row,
 )
+from contactkit.eval.prediction_models import fit_residual
+from contactkit.eval.predictors import residual_predictor
 from contactkit.model import rollout
+from contactkit.models.residual import ResidualTrainConfig
 from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import load_world
 from contactkit.report.html import write_report
@@ -54,16 +56,21 @@ INSERTION_CASES = (
 )
 
 
+TOUCH_EPISODES = 12
+"""Episodes of touching (200 steps each): all but the last two train the residual, one calibrates its gate, the last
+is predicted."""
+
+
 def _touch(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     spec = CollectSpec(
         task="peg-in-hole",
         shape="hexagon",
         clearance=1e-3,
-        policy="random-spline",
-        episodes=8,
+        policy="contact-spline",
+        episodes=TOUCH_EPISODES,
         steps=200,
         seed=seed,
-        world=load_world("target-parametric"),  # the target of the stored results (not the real-cell target)
+        world=load_world("target"),  # a real cell's stand-in: latency, compliance, sensor filter (docs/worlds.md)
     )
     path = out / "data" / "touch.h5"
     started = time.perf_counter()
@@ -74,7 +81,7 @@ def _touch(out: Path, seed: int, log: Callable[[str], None]) -> dict:
     with open_dataset(path) as ds:
         summary = ds.summary()
         episode = ds.episode(0)
-    plot_episode(episode, out / "touch_episode0.png", title="random-spline touching, target world, episode 0")
+    plot_episode(episode, out / "touch_episode0.png", title="contact-spline touching, target world, episode 0")
     log(f"collected {summary['episodes']} episodes in {time.perf_counter() - started:.1f} s -> {path}")
     return {"dataset": str(path.relative_to(out)), "episodes": summary["episodes"], "steps": summary["steps"]}
 
@@ -153,61 +160,49 @@ def _insert_table(rows: list[dict]) -> list[dict]:
              "inserted": "yes" if r["inserted"] else "no"} for r in rows]
 
 
-LEARN_STEPS = 1500
-"""Optimisation steps of the demo's Act-FIGNet training: a fixed count, never a wall-clock cap, so that two runs with
-the same seed give the same model (a 180 s cap gave 30.9 and 15.8 mm of rollout error for one seed). Measured: about
-0.13 s of CPU per step on one thread, so ~200 s, the old cap, on an idle core."""
-LEARN_VAL_EVERY = 100
-"""Steps between validations; the checkpoint with the lowest validation loss is the one evaluated."""
+LEARN_CONFIG = ResidualTrainConfig(one_step_iters=1500, rollout_iters=100)
+"""The demo's residual training: fixed iteration counts, never a wall-clock cap, so that two runs with the same seed
+give the same model (about a minute of one core on the touch data)."""
 TORCH_THREADS = 1
 """Torch intra-op threads for the whole demo: results of parallel reductions can depend on the thread count, so it
-is fixed rather than left to the machine (one thread is also the faster for these small graphs on 2 shared cores)."""
+is fixed rather than left to the machine."""
 PREDICT_HORIZON = 100
 """Steps of the open-loop prediction of the held-out episode (Act-FIGNet paper Table I)."""
-PREDICT_SAMPLES = EvalConfig(horizon=PREDICT_HORIZON, max_segments=3, max_transitions=60)
-"""Rollout segments and one-step transitions scored on the held-out episode (each GNN graph costs ~30 ms)."""
+PREDICT_SAMPLES = EvalConfig(horizon=PREDICT_HORIZON, max_segments=8, max_transitions=150)
+"""Rollout segments and one-step transitions scored on the held-out episode."""
 
 
-def train_demo_model(data, val, model_dir: Path, seed: int, steps: int = LEARN_STEPS):
-    """Train a small Act-FIGNet from scratch for exactly ``steps`` optimisation steps (no resume, no time limit).
+def train_demo_model(path: Path, n_episodes: int, model_path: Path, seed: int,
+                     config: ResidualTrainConfig = LEARN_CONFIG) -> tuple[Path, dict]:
+    """Train the demo's residual over nominal MuJoCo on the touch data at ``path``: episodes ``0 .. n-3`` train,
+    ``n-2`` calibrates the gate; writes ``model_path`` (overwritten). The same arguments give bit-identical weights
+    (single-threaded torch, see :data:`TORCH_THREADS`). Returns ``(checkpoint, training record)``."""
+    from contactkit.data.writer import DatasetWriter
 
-    Args:
-        data, val: training and validation :class:`~contactkit.data.training.TrainingData` (windows, scenes,
-            control period).
-        model_dir: gets ``last.safetensors`` and ``best.safetensors`` (overwritten when present).
-        seed: seeds the model's initialisation and the sampling and augmentation generator.
-        steps: optimisation steps.
-
-    Returns:
-        The :class:`~contactkit.models.gnn.train.TrainResult`; the same arguments give bit-identical checkpoints
-        and losses (single-threaded torch, see :data:`TORCH_THREADS`).
-    """
-    from contactkit.models.gnn import TrainConfig, train
-
-    config = TrainConfig.preset("small", seed=seed, num_steps=steps, val_every=min(LEARN_VAL_EVERY, steps),
-                                checkpoint_every=steps, val_max_windows=64)
+    split = {"train": range(n_episodes - 2), "val": [n_episodes - 2]}
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    parts = {}
+    with open_dataset(path) as ds:
+        meta = ds.meta
+        for name, episodes in split.items():
+            parts[name] = model_path.parent / f"{model_path.stem}-{name}.h5"
+            parts[name].unlink(missing_ok=True)
+            with DatasetWriter(parts[name], meta=meta) as writer:
+                for i in episodes:
+                    writer.append_episode(ds.episode(i))
     with torch_threads(TORCH_THREADS):
-        return train(config, data.windows, val.windows, model_dir, scene=data.scenes, step=data.step, resume=False)
-
-
-@contextlib.contextmanager
-def torch_threads(n: int):
-    """Run the block with ``n`` torch intra-op threads, restoring the previous count afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+        return fit_residual([parts["train"]], [parts["val"]], "mujoco", load_world("nominal"),
+                            dataclasses.replace(config, seed=seed), model_path)
 
 
 def _predicted_episode(truth: Episode, model, t0: int, horizon: int, source: ActionSource) -> tuple[Episode, Episode]:
-    """The recorded segment ``t0 .. t0+horizon`` and a model's open-loop prediction of it, as Episodes."""
+    """The recorded segment ``t0 .. t0+horizon`` and a model's open-loop prediction of it, as Episodes (a model that
+    reads the previous command is given the recorded one)."""
     states = truth.states().as_array()
     inputs = truth.action if source is ActionSource.APPLIED else truth.command
     history = BodyState.from_array(states[t0 - 2:t0 + 1][None])
+    if hasattr(model, "prime"):
+        model.prime(inputs[None, t0 - 1])
     pred, wrench = rollout(model, history, inputs[None, t0:t0 + horizon])
     span = slice(t0, t0 + horizon)
     segment = Episode(truth.time[t0:t0 + horizon + 1], *(a[t0:t0 + horizon + 1] for a in (truth.pos, truth.quat,
@@ -219,20 +214,19 @@ def _predicted_episode(truth: Episode, model, t0: int, horizon: int, source: Act
 
 
 def _learn(out: Path, seed: int, log: Callable[[str], None]) -> dict:
-    """Train on the touch data but two episodes, predict the last one with the learned and the nominal model."""
+    """Train the residual on the touch data but two episodes, predict the last one with it and the nominal model."""
     path = out / "data" / "touch.h5"
     data_all = load_recorded(path)
     n = len(data_all.episodes)
-    data = training_data(path, episodes=np.arange(n - 2))
-    val = training_data(path, episodes=[n - 2])
     started = time.perf_counter()
-    result = train_demo_model(data, val, out / "model", seed)
-    ckpt, steps, wall = result.best_checkpoint or result.last_checkpoint, result.step, time.perf_counter() - started
-    log(f"trained a small Act-FIGNet for {steps} steps in {wall:.0f} s -> {ckpt}")
+    ckpt, record = train_demo_model(path, n, out / "model" / "residual.safetensors", seed)
+    wall = time.perf_counter() - started
+    log(f"trained a residual over nominal MuJoCo ({record['config']['one_step_iters']} + "
+        f"{record['config']['rollout_iters']} iterations) in {wall:.0f} s -> {ckpt}")
     held_out = dataclasses.replace(data_all, episodes=data_all.episodes[-1:], scenes=data_all.scenes[-1:])
-    predictors = [checkpoint_predictor(ckpt, "act-fignet (demo)"),
+    predictors = [residual_predictor(ckpt, "residual-mujoco (demo)"),
                   mujoco_predictor(load_world("nominal"), "mujoco-nominal")]
-    horizon = min(PREDICT_HORIZON, held_out.episodes[0].n_steps - 2)
+    horizon = min(PREDICT_HORIZON, held_out.episodes[0].n_steps - 3)
     config = dataclasses.replace(PREDICT_SAMPLES, horizon=horizon)
     reports = evaluate_predictors(predictors, held_out, config, np.random.default_rng(seed))
     rows = [report_row(name, held_out.policy, r) for name, r in reports.items()]
@@ -247,8 +241,11 @@ def _learn(out: Path, seed: int, log: Callable[[str], None]) -> dict:
         figures.append(fig)
         log(f"{p.name}: {horizon}-step position RMSE {reports[p.name].rollout.rmse_pos_m * 1e3:.2f} mm, "
             f"one-step force error {reports[p.name].one_step.force_err_N:.3f} N")
-    return {"train_steps": steps, "train_s": wall, "checkpoint": str(ckpt.relative_to(out)), "rows": rows,
-            "figures": figures, "horizon": horizon}
+    ratio = reports[predictors[0].name].rollout.rmse_pos_m / reports[predictors[1].name].rollout.rmse_pos_m
+    log(f"the residual's rollout error is {ratio:.2f} x nominal MuJoCo's on the held-out episode")
+    return {"train_iters": record["config"]["one_step_iters"] + record["config"]["rollout_iters"], "train_s": wall,
+            "checkpoint": str(ckpt.relative_to(out)), "rows": rows, "figures": figures, "horizon": horizon,
+            "pos_ratio_vs_nominal": ratio}
 
 
 ESTIMATE_TASK = "env"
@@ -354,15 +351,18 @@ def report_sections(summary: dict) -> list[dict]:
             "figures": ["touch_episode0.png"],
         },
         {
-            "title": "2. Learn and predict: Act-FIGNet from the touch data",
-            "text": f"A small Act-FIGNet trained for a fixed {learn['train_steps']} steps on all touch episodes but "
-            "the last two (one validates; the checkpoint of lowest validation loss is kept). "
+            "title": "2. Learn and predict: physics plus a learned residual from the touch data",
+            "text": "Nominal MuJoCo does not know the cell's command latency, flange compliance, sensor filter, "
+            "friction or mass. A residual (an ensemble of small MLPs) learns to correct its next state and F/T "
+            f"reading from the touch episodes but the last two ({learn['train_iters']} fixed iterations: one-step "
+            "fit with input noise, then a multi-step rollout loss; one episode calibrates its uncertainty gate). "
             f"It predicts the held-out last episode open loop over {learn['horizon']} steps from the recorded "
-            "pose-delta commands of the impedance controller; MuJoCo's 'nominal' world replays the same "
-            "commands from the same states. "
+            "pose-delta commands; MuJoCo's 'nominal' world replays the same commands from the same states. "
+            f"The residual's rollout error is {learn['pos_ratio_vs_nominal']:.2f} x nominal MuJoCo's here. "
             "Rows: rollout RMSE (absolute, and relative to the RMS displacement from the start) and one-step "
-            "F/T error against the noisy readings. A few minutes of CPU training is far from the paper's "
-            "120k steps: see `contactkit experiment prediction-accuracy` for the full comparison.",
+            "F/T error against the noisy readings (the residual predicts the tared reading, nominal MuJoCo the "
+            "ideal one). `contactkit experiment prediction-accuracy` compares it with a calibrated MuJoCo and "
+            "Act-FIGNet on 100k transitions.",
             "rows": _learn_table(learn["rows"]),
             "figures": learn["figures"],
         },

@@ -3,6 +3,7 @@ the depth networks), so ``--device`` means the same everywhere and a device this
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from contactkit.errors import InvalidInputError
@@ -31,3 +32,16 @@ def check_device(device: torch.device | str) -> torch.device:
     elif dev.type != "cpu":
         raise InvalidInputError(f"device {str(device)!r}: only cpu and cuda devices are supported")
     return dev
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """Run the block with ``n`` torch intra-op threads, restoring the previous count afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
