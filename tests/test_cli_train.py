@@ -85,3 +85,17 @@ def test_bad_arguments_are_clear_errors(data, tmp_path):
     assert r.exit_code == 2 and "collision_radius" in r.output
     r = runner.invoke(app, ["evaluate", "--model", str(tmp_path / "none"), "--data", str(data / "val.h5")])
     assert r.exit_code == 2 and "does not exist" in r.output and "Traceback" not in r.output
+
+
+def test_augment_is_recorded_and_checked(data, tmp_path):
+    """--augment picks the rotation augmentation (yaw by default) and is stored in the checkpoint's config."""
+    from contactkit.models.gnn import load_checkpoint
+
+    out = tmp_path / "yaw"
+    r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--val", str(data / "val.h5"), "--out",
+                            str(out), "--steps", "1"])
+    assert r.exit_code == 0, r.output
+    assert load_checkpoint(out / "last.safetensors").train_state["config"]["rotation"] == "yaw"
+    r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--out", str(tmp_path / "x"), "--augment",
+                            "spin"])
+    assert r.exit_code == 2 and "--augment 'spin'" in r.output

@@ -83,6 +83,9 @@ def train(
     threads: Annotated[int, typer.Option(help="torch CPU threads (1 is fastest for these small graphs)")] = 1,
     seed: int = 0,
     resume: Annotated[bool, typer.Option(help="continue from OUT/last.safetensors if present")] = True,
+    augment: Annotated[str, typer.Option(
+        help="rotation augmentation of the graph networks' samples: yaw (about gravity; the default: SO(3) stalls "
+             "training on a CPU budget), so3 (the paper's), none")] = "yaw",
     collision_radius: Annotated[float | None, typer.Option(
         help="face-interaction radius in metres (paper App. Table III compares 0.001 and 0.01; default 0.01)")] = None,
     action_mode: Annotated[str | None, typer.Option(
@@ -112,7 +115,7 @@ def train(
     import torch
 
     from contactkit.cli.importing import scene_text
-    from contactkit.models.gnn import ModelVariant, TrainConfig
+    from contactkit.models.gnn import ModelVariant, RotationAugmentation, TrainConfig
     from contactkit.models.gnn import train as run_train
     from contactkit.models.gnn.ddp import init_process_group, launched_by_torchrun, spawn_training, train_distributed
     from contactkit.models.gnn.train import LAST_CHECKPOINT, check_out_dir
@@ -134,7 +137,10 @@ def train(
                                     f"{workers}")
         torch.set_num_threads(threads)
         geometry = scene_text(scene) if scene is not None else None
-        cfg = TrainConfig.preset(config, seed=seed, **({"num_steps": steps} if steps is not None else {}))
+        if augment not in [a.value for a in RotationAugmentation]:
+            raise InvalidInputError(f"--augment {augment!r} is not one of {[a.value for a in RotationAugmentation]}")
+        cfg = TrainConfig.preset(config, seed=seed, rotation=RotationAugmentation(augment),
+                                 **({"num_steps": steps} if steps is not None else {}))
         graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
                                     **({"collision_radius": collision_radius} if collision_radius is not None else {}))
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
