@@ -32,7 +32,7 @@ def test_tiny_run_reports_every_model_and_the_missing_ones(tmp_path):
         assert all(1 <= e["steps"] <= TINY.max_steps for e in summary["per_episode"])
     missing = {m["model"]: m["reason"] for m in result["missing"]}
     assert set(missing) == {"act-fignet"} and "absent.safetensors" in missing["act-fignet"]
-    assert set(result["models"]) | set(missing) == set(exp.MODEL_FACTORIES)
+    assert set(result["models"]) | set(missing) == set(exp.MODEL_FACTORIES) - exp.OPT_IN_MODELS
     assert result["budget"]["horizon"] == 4
     for path in result["plots"]:
         assert (tmp_path / "plots").joinpath(path.split("/")[-1]).stat().st_size > 1000

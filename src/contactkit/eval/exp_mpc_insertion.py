@@ -31,6 +31,7 @@ from contactkit.eval import paper_quotes, progress
 from contactkit.eval.planning_models import (
     CHECKPOINT_MODELS,
     MODEL_FACTORIES,
+    OPT_IN_MODELS,
     PLANNING_ENGINE,
     InsertionBudget,
     ModelUnavailable,
@@ -87,7 +88,7 @@ def narrowing(options: dict) -> list[str]:
     reasons = [f"--{name} {options[name]}" for name in ("episodes", "pairings", "scene")
                if options.get(name) is not None]
     if options.get("models") is not None:
-        default = set(MODEL_FACTORIES) - (set() if options.get("checkpoint") else CHECKPOINT_MODELS)
+        default = set(MODEL_FACTORIES) - (set() if options.get("checkpoint") else CHECKPOINT_MODELS) - OPT_IN_MODELS
         left_out = sorted(default - set(options["models"]))
         if left_out:
             reasons.append(f"--models leaves out {left_out}")

@@ -20,12 +20,15 @@ from contactkit.scene import Scene
 __all__ = [
     "CHECKPOINT_MODELS",
     "MODEL_FACTORIES",
+    "OPT_IN_MODELS",
     "PLANNING_ENGINE",
+    "RESIDUAL_CHECKPOINT",
     "InsertionBudget",
     "ModelUnavailable",
     "act_fignet_checkpoint",
     "build_models",
     "known_models",
+    "residual_checkpoint",
 ]
 
 PLANNING_ENGINE = EngineParams(max_step=5e-3, max_iterations=20, max_contacts=24, max_initial_penetration=5e-3)
@@ -121,10 +124,47 @@ def _engine(scene: Scene, params: WorldParams, budget: InsertionBudget, device: 
     return _check_protocol(model, "contactkit engine")
 
 
+RESIDUAL_CHECKPOINT = Path("models/residual-mujoco-hexagon-target/residual.safetensors")
+"""The committed residual over nominal MuJoCo (trained by the stored ``prediction-accuracy`` run on the target world),
+relative to the source checkout."""
+
+
+def residual_checkpoint() -> Path:
+    """The committed residual checkpoint, found from the source checkout this package runs from (any working folder).
+
+    Raises:
+        ModelUnavailable: not a source checkout, or the file is missing.
+    """
+    from contactkit.eval.store import source_root
+
+    try:
+        path = source_root() / RESIDUAL_CHECKPOINT
+    except ContactkitError as exc:
+        raise ModelUnavailable(f"the committed residual is found from a source checkout: {exc}") from exc
+    if not path.is_file():
+        raise ModelUnavailable(f"no residual checkpoint at {path}")
+    return path
+
+
+def _residual(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    """The committed residual over nominal MuJoCo; refused when the run's model world is not its backbone's."""
+    from contactkit.models.residual import ResidualContactModel, check_compatible, load_residual, make_backbone
+
+    path = residual_checkpoint()
+    net, ckpt = load_residual(path)
+    try:
+        check_compatible(ckpt, ckpt.backbone, params, ActionMode.POSE_DELTA, str(scene.meta.get("task", "")))
+    except ContactkitError as exc:
+        raise ModelUnavailable(f"residual {path}: {exc}") from exc
+    backbone = make_backbone(ckpt.backbone, scene, params, ActionMode.POSE_DELTA)
+    return _check_protocol(ResidualContactModel(net.to(device), backbone, scene), f"residual ({path})")
+
+
 MODEL_FACTORIES: dict[str, ModelFactory] = {
     "ground-truth": _ground_truth,
     "act-fignet": _act_fignet,
     "engine": _engine,
+    "residual-mujoco": _residual,
 }
 """Planning models by name; each builds a ContactModel for a scene or raises :class:`ModelUnavailable`."""
 
@@ -141,6 +181,9 @@ def known_models(models) -> tuple[str, ...]:
     return tuple(models)
 
 
+OPT_IN_MODELS = frozenset({"residual-mujoco"})
+"""Models planned with only when named (``--models``); not in the default set (neither run nor listed missing): the
+stored runs' default model sets predate them."""
 CHECKPOINT_MODELS = frozenset({"act-fignet"})
 """Models of :data:`MODEL_FACTORIES` that run only from a checkpoint."""
 
@@ -155,6 +198,8 @@ def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, dev
     """
     models, missing = {}, []
     for name, factory in MODEL_FACTORIES.items():
+        if name in OPT_IN_MODELS and name not in (budget.models or ()):
+            continue  # not part of the default set: neither run nor missing unless named
         if budget.models is not None and name not in budget.models:
             missing.append({"model": name, "reason": f"not run: this run's budget plans with {list(budget.models)}"})
             continue
