@@ -163,3 +163,24 @@ def test_an_absurd_tool_mass_or_inertia_is_refused_with_its_bounds():
     with pytest.raises(InvalidInputError, match=r"largest principal moment is beyond 10000 kg m\^2"):
         Tool(part, 1.0, np.zeros(3), np.eye(3) * MAX_TOOL_INERTIA_KGM2 * 2)
     assert Tool(part, MAX_TOOL_MASS_KG, np.zeros(3), np.eye(3) * MAX_TOOL_INERTIA_KGM2).mass == MAX_TOOL_MASS_KG
+
+
+@pytest.mark.parametrize("where, value, message", [
+    (("tool", "mass"), "0.3", r"tool.mass must be a number, got '0.3' \(str\)"),
+    (("tool", "friction"), True, r"tool.friction must be a number, got True"),
+    (("tool", "com"), ["0", "0", "0"], r"tool.com must be numbers"),
+    (("tool", "inertia"), [["1e-5", 0, 0], [0, 1e-5, 0], [0, 0, 1e-5]], r"inertia must be numbers"),
+    (("controller", "gravity_compensation"), "false", r"controller.gravity_compensation must be true or false"),
+    (("controller", "max_force"), "40", r"controller.max_force must be a number, got '40'"),
+    (("workspace_lo",), [-0.1, -0.1, "0"], r"scene.workspace_lo must be numbers"),
+])
+def test_scene_values_of_the_wrong_type_are_refused_naming_the_field(where, value, message):
+    """Issue 35 part 2: JSON text where a number or a boolean belongs is refused, never converted ("false" would
+    have turned gravity compensation on)."""
+    d = json.loads(peg_in_hole("square", 1e-3).to_json())
+    target = d
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    with pytest.raises(InvalidInputError, match=message):
+        Scene.from_dict(d)

@@ -33,8 +33,24 @@ MAX_ROTATION_STEP = math.pi
 way round (or degrees passed as radians)."""
 
 
+def _numbers(x, what: str) -> np.ndarray:
+    """``x`` as a float64 array, refusing text, booleans and objects (JSON ``"0.1"`` is not a number) by name."""
+    raw = np.asarray(x)
+    if raw.dtype.kind not in "iuf":
+        raise InvalidInputError(f"{what} must be numbers, got {str(x)[:200]} ({type(x).__name__})")
+    return raw.astype(np.float64)
+
+
+def _real(x, what: str) -> float:
+    """``x`` as a float when it is a real number (an int or a float, not a bool or a string); else an
+    InvalidInputError naming ``what``."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise InvalidInputError(f"{what} must be a number, got {x!r} ({type(x).__name__})")
+    return float(x)
+
+
 def _vec(x, n: int, what: str) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    a = _numbers(x, what).reshape(-1)
     if a.shape != (n,):
         raise InvalidInputError(f"{what} must have {n} values, got shape {np.shape(x)}")
     if not np.all(np.isfinite(a)):
@@ -89,10 +105,11 @@ class Tool:
 
     def __post_init__(self):
         _check_pieces(self.part, "tool")
+        _real(self.mass, f"tool '{self.part.name}': mass")
         if not (np.isfinite(self.mass) and MIN_TOOL_MASS_KG <= self.mass <= MAX_TOOL_MASS_KG):
             raise InvalidInputError(f"tool '{self.part.name}': mass must be in [{MIN_TOOL_MASS_KG:g}, "
                                     f"{MAX_TOOL_MASS_KG:g}] kg ({TOOL_MASS_REASON}), got {self.mass}")
-        inertia = np.asarray(self.inertia, dtype=np.float64)
+        inertia = _numbers(self.inertia, f"tool '{self.part.name}': inertia")
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
             raise InvalidInputError(f"tool '{self.part.name}': inertia must be a finite 3x3 matrix")
         if not np.allclose(inertia, inertia.T, atol=1e-12) or np.linalg.eigvalsh(inertia).min() <= 0:
@@ -174,8 +191,11 @@ class ImpedanceGains:
             if np.any(v < 0):
                 raise InvalidInputError(f"controller.{name} must be >= 0, got {v.tolist()}")
             object.__setattr__(self, name, v)
+        if not isinstance(self.gravity_compensation, (bool, np.bool_)):
+            raise InvalidInputError(f"controller.gravity_compensation must be true or false, got "
+                                    f"{self.gravity_compensation!r}")
         for name in ("damping_ratio", "max_force", "max_torque", "max_pos_step", "max_rot_step"):
-            v = float(getattr(self, name))
+            v = _real(getattr(self, name), f"controller.{name}")
             if not (np.isfinite(v) and v >= 0):
                 raise InvalidInputError(f"controller.{name} must be finite and >= 0, got {v}")
 
@@ -367,17 +387,18 @@ class Scene:
             td = d["tool"]
             tool = Tool(
                 Part.from_dict(td["part"]),
-                float(td["mass"]),
+                _real(td["mass"], "tool.mass"),
                 td["com"],
                 td["inertia"],
-                float(td["friction"]),
+                _real(td["friction"], "tool.friction"),
                 td["init_pos"],
                 td["init_quat"],
                 td["sensor_pos"],
                 td["sensor_quat"],
             )
             statics = tuple(
-                StaticBody(Part.from_dict(s["part"]), s["pos"], s["quat"], float(s["friction"]), s.get("depth_model"))
+                StaticBody(Part.from_dict(s["part"]), s["pos"], s["quat"], _real(s["friction"], "static friction"),
+                           s.get("depth_model"))
                 for s in d["statics"]
             )
             return Scene(
