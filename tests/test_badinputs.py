@@ -416,3 +416,19 @@ def test_every_loader_refuses_special_files_in_one_line(kind, tmp_path, deadline
         with pytest.raises(ContactkitError) as err:
             load(bad, tmp_path / name.replace(" ", "_"))
         assert _one_line(str(err.value)) and str(bad) in str(err.value), f"{name}: {err.value}"
+
+
+ABSURD_COLLECT = [(["--steps", "100000000000"], "more than 1,000,000"), (["--clearance", "1e308"], "clearance"),
+                  (["--clearance", "nan"], "clearance"), (["--episodes", "-3"], "episodes and steps"),
+                  (["--diameter", "48", "--pitch", "5", "--task", "bolting"], "Table II")]
+"""Absurd command-line values of ``collect`` (issue 35 part 2): the 1e11 steps asked numpy for 559 GiB (a
+traceback)."""
+
+
+@pytest.mark.parametrize("argv, named", ABSURD_COLLECT, ids=[" ".join(a) for a, _ in ABSURD_COLLECT])
+def test_absurd_collect_values_are_refused_in_one_line_and_write_nothing(argv, named, tmp_path):
+    out = tmp_path / "d.h5"
+    r = CliRunner().invoke(app, ["collect", "--out", str(out), "--episodes", "1", "--steps", "2", *argv])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert _one_line(r.output) and r.output.startswith("error: ") and named in r.output, r.output
+    assert list(tmp_path.iterdir()) == []

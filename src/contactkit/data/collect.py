@@ -34,6 +34,9 @@ BACKENDS = ("mujoco", "engine")
 TIGHT_TASKS = ("tight-peg-in-hole", "bolting")
 """The data-driven simulation paper's parts (:mod:`contactkit.tasks.assembly_scenes`): one scene for all episodes,
 started engaged, so no random start offset or tilt by default (a 4 mm offset would put the peg in the wall)."""
+MAX_EPISODE_STEPS = 1_000_000
+"""Most control steps per episode: 14 hours at 20 Hz, at least 0.25 GB of rows held in memory until the episode is
+committed (an episode is written whole); a longer one is a typo (issue 35: 1e11 steps asked for 559 GiB)."""
 DEFAULT_START = {"start_xy": 0.004, "start_tilt": 0.02}
 """Random start of the other tasks: half-range of the xy offset [m], std of the tilt [rad]."""
 
@@ -88,6 +91,9 @@ class CollectSpec:
             raise InvalidInputError(f"unknown backend {self.backend!r}; valid: {list(BACKENDS)}")
         if self.episodes < 1 or self.steps < 1:
             raise InvalidInputError(f"episodes and steps must be >= 1, got {self.episodes}, {self.steps}")
+        if self.steps > MAX_EPISODE_STEPS:
+            raise InvalidInputError(f"steps {self.steps} per episode is more than {MAX_EPISODE_STEPS:,} (14 h at "
+                                    "20 Hz, held in memory until the episode is written): split it into episodes")
         if self.task != "bolting" and (self.diameter is not None or self.pitch is not None):
             raise InvalidInputError(f"diameter and pitch choose a bolting pair; task {self.task!r} has none "
                                     f"(got diameter={self.diameter!r}, pitch={self.pitch!r})")
