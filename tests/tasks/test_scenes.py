@@ -38,3 +38,12 @@ def test_yaw_zero_is_the_unturned_scene_and_a_bad_yaw_is_refused():
     assert peg_in_hole("hexagon", 1e-3, yaw=0.0).to_json() == peg_in_hole("hexagon", 1e-3).to_json()
     with pytest.raises(InvalidInputError, match="yaw must be a finite angle"):
         peg_in_hole("square", 1e-3, yaw=float("nan"))
+
+
+def test_an_absurd_tool_mass_or_start_height_is_refused_with_its_bound():
+    with pytest.raises(InvalidInputError, match=r"tool mass 1e\+308 kg is out of \[1e-06, 10000\] kg"):
+        peg_in_hole("square", 1e-3, tool_mass=1e308)  # was "degenerate mass distribution ... got inf"
+    with pytest.raises(InvalidInputError, match=r"start_height 1e\+308 m must be in \[0, 0.165\] m"):
+        peg_in_hole("hexagon", 1e-3, start_height=1e308)  # was written, the tool 1e308 m up
+    top = peg_in_hole("hexagon", 1e-3, start_height=0.165)
+    assert top.tool.init_pos[2] == pytest.approx(top.workspace_hi[2], abs=1e-15)  # the largest: at the top

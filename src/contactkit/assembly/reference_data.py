@@ -36,6 +36,9 @@ from contactkit.model import ActionMode
 from contactkit.rotations import quat_to_rotvec, rotvec_to_quat
 from contactkit.state import BodyState
 
+MAX_REFERENCE_ROWS = 10_000_000
+"""Most rows of a reference dataset: 28 hours of 10 ms rows, weeks of compute at about a millisecond per 1 ms step
+(the paper's reference data is 20,000 rows); more is a typo (1e11 rows hung in planning 5e8 episodes)."""
 TRAJECTORY_ROWS = 200
 """Rows (of :data:`SIM_DT`) per trajectory: 2 s of demonstration."""
 SUBSTEPS = int(round(SIM_DT / REFERENCE_DT))
@@ -106,8 +109,8 @@ def episode_plan(task: AssemblyTask, n_steps: int, rng: np.random.Generator
                  ) -> list[tuple[TrajectoryKind, int, int]]:
     """``(kind, seed, rows)`` of each episode of a dataset of ``n_steps`` rows: trajectories of
     :data:`TRAJECTORY_ROWS` rows (the last one shorter), the task's kinds in turn, seeds drawn from ``rng``."""
-    if int(n_steps) < 1:
-        raise InvalidInputError(f"n_steps must be >= 1, got {n_steps!r}")
+    if int(n_steps) < 1 or int(n_steps) > MAX_REFERENCE_ROWS:
+        raise InvalidInputError(f"n_steps must be in [1, {MAX_REFERENCE_ROWS:,}] rows of 10 ms, got {n_steps!r}")
     kinds = KINDS[task.kind]
     n_ep = -(-int(n_steps) // TRAJECTORY_ROWS)
     seeds = rng.integers(0, 2**31 - 1, n_ep)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from contactkit.bounds import MAX_TOOL_MASS_KG, MIN_TOOL_MASS_KG, TOOL_MASS_REASON
 from contactkit.errors import InvalidInputError
 from contactkit.geometry import (
     DEFAULT_CHAMFER_ANGLE,
@@ -39,8 +40,15 @@ def table(friction: float = 0.5) -> StaticBody:
     return StaticBody(box(TABLE_SIZE, name="table"), pos=(0.0, 0.0, -TABLE_SIZE[2] / 2), friction=friction)
 
 
+PEG_WORKSPACE_TOP_M = 0.2
+"""Top of :func:`peg_in_hole`'s workspace [m, world z] (its tool origin, the peg's tip, starts below it)."""
+
 def make_tool(part, mass: float, friction: float, init_pos, init_quat=(1.0, 0.0, 0.0, 0.0)) -> Tool:
-    """A tool from a peg part with ``mass`` [kg]; the sensor frame sits at the top face centre."""
+    """A tool from a peg part with ``mass`` [kg] (within :mod:`contactkit.bounds`' tool masses, checked before the
+    inertia is computed from it); the sensor frame sits at the top face centre."""
+    if not (isinstance(mass, (int, float)) and MIN_TOOL_MASS_KG <= mass <= MAX_TOOL_MASS_KG):
+        raise InvalidInputError(f"tool mass {mass!r} kg is out of [{MIN_TOOL_MASS_KG:g}, {MAX_TOOL_MASS_KG:g}] kg "
+                                f"({TOOL_MASS_REASON})")
     props = mass_properties(part, mass=mass)
     length = float(part.meta.get("length", np.ptp(part.vertices[:, 2])))
     return Tool(
@@ -104,6 +112,10 @@ def peg_in_hole(
     slot_part = matching_slot(tool_part, clearance, depth, slot_shape=slot_shape, chamfer=slot_chamfer,
                               chamfer_angle=slot_chamfer_angle)
     floor = slot_part.meta["floor"]
+    room = PEG_WORKSPACE_TOP_M - floor - depth
+    if not 0.0 <= start_height <= room:
+        raise InvalidInputError(f"start_height {start_height!r} m must be in [0, {room:g}] m: the peg's tip starts "
+                                f"inside its workspace (top at z = {PEG_WORKSPACE_TOP_M} m)")
     slot_body = StaticBody(slot_part, pos=(0.0, 0.0, floor), quat=turn, friction=friction)
     target = np.array([0.0, 0.0, floor])
     tool = make_tool(tool_part, tool_mass, friction, target + [0.0, 0.0, depth + start_height], turn)
@@ -124,7 +136,7 @@ def peg_in_hole(
         statics=(table(friction), slot_body),
         controller=controller or ImpedanceGains(),
         workspace_lo=(-0.08, -0.08, floor),
-        workspace_hi=(0.08, 0.08, 0.2),
+        workspace_hi=(0.08, 0.08, PEG_WORKSPACE_TOP_M),
         target_pos=target,
         target_quat=turn,
         meta=meta,
