@@ -47,3 +47,11 @@ def test_an_absurd_tool_mass_or_start_height_is_refused_with_its_bound():
         peg_in_hole("hexagon", 1e-3, start_height=1e308)  # was written, the tool 1e308 m up
     top = peg_in_hole("hexagon", 1e-3, start_height=0.165)
     assert top.tool.init_pos[2] == pytest.approx(top.workspace_hi[2], abs=1e-15)  # the largest: at the top
+
+
+@pytest.mark.parametrize("name", ["size", "length", "depth"])
+def test_a_part_size_beyond_the_coordinate_limit_is_named(name):
+    """size = 1e308 was refused as 'cup hole must be a convex polygon ... corner 1 is not'."""
+    with pytest.raises(InvalidInputError, match=f"peg_in_hole: {name} 1e\\+308 m is beyond the geometry's "
+                                                "coordinate limit of 1000 m"):
+        peg_in_hole("square", 1e-3, **{name: 1e308})

@@ -24,6 +24,7 @@ from contactkit.geometry import (
 )
 from contactkit.geometry.holes import probe_hole
 from contactkit.geometry.part import ConvexPiece
+from contactkit.geometry.validate import MAX_ABS_COORDINATE
 from contactkit.scene import ImpedanceGains, Scene, StaticBody, Tool
 
 TABLE_SIZE = (0.5, 0.5, 0.02)
@@ -105,6 +106,10 @@ def peg_in_hole(
     Returns:
         Scene whose ``target_pos`` is the hole's bottom centre (where the peg tip ends when inserted).
     """
+    for name, value in (("size", size), ("length", length), ("depth", depth)):
+        if isinstance(value, (int, float)) and value > MAX_ABS_COORDINATE:  # (NaN, <= 0: the part builders say)
+            raise InvalidInputError(f"peg_in_hole: {name} {value!r} m is beyond the geometry's coordinate limit "
+                                    f"of {MAX_ABS_COORDINATE:g} m (geometry.validate.MAX_ABS_COORDINATE)")
     if not (isinstance(yaw, (int, float)) and math.isfinite(yaw)):
         raise InvalidInputError(f"peg_in_hole: yaw must be a finite angle [rad], got {yaw!r}")
     turn = np.array([math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)])
