@@ -24,7 +24,8 @@ def _png(path):
 
 def _summary(out, row: dict) -> dict:
     return {"touch": {"episodes": 1, "steps": SHORT_TRIAL, "dataset": "x"},
-            "learn": {"train_steps": 1, "horizon": 1, "rows": [], "figures": [_png(out / "predict.png")]},
+            "learn": {"train_iters": 1, "horizon": 1, "rows": [], "figures": [_png(out / "predict.png")],
+                      "pos_ratio_vs_nominal": 0.5},
             "insertion": [row],
             "estimate": {"theta_gt_mm": [1.0, -2.0, 0.5], "rows": [], "figures": [_png(out / "placement.png")]},
             "wall_s": {}}
