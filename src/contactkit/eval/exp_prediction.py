@@ -295,7 +295,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         paths, twins = _collect_all(work, budget, seed, worlds.truth, fixed, budget.workers)
         t1 = time.perf_counter()
         config = EvalConfig(horizon=budget.horizon, max_segments=budget.segments, max_transitions=budget.transitions)
-        trained, results = train_and_evaluate(_training_jobs(work, paths, budget, seed, device, worlds),
+        trained, results, failed = train_and_evaluate(_training_jobs(work, paths, budget, seed, device, worlds),
                                               _eval_sets(budget), paths, config, seed, device, worlds,
                                               budget.workers, ray_address)
         t2 = time.perf_counter()
@@ -317,6 +317,7 @@ def run(quick: bool = False, seed: int = 0, device: str = "cpu", plots: str | Pa
         "plots": figures,
         "bar": bar(tables["rows"], TRAIN_POLICY),
         "residual_bar": residual_bar(tables["rows"], tables["held_out"], TRAIN_POLICY, budget.ood),
+        "failed_evaluations": failed,
         "clean_twins": twins,
         "training": [{k: v for k, v in t.items() if k != "checkpoint"} for t in trained],
         "timing_s": {"collect": t1 - t0, "train_and_evaluate": t2 - t1, "total": t2 - t0,

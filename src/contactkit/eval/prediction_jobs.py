@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contactkit.errors import ContactkitError
 from contactkit.eval import progress
 from contactkit.eval.predict_eval import (
     ActionSource,
@@ -128,14 +129,19 @@ def _predictor(job: _EvalJob) -> Predictor:
 
 
 def _eval_job(job: _EvalJob) -> dict:
-    """Evaluate one model on one test set (a worker process); returns its row and Fig. 9 curve."""
+    """Evaluate one model on one test set (a worker process); returns its row and Fig. 9 curve, or ``{"failed":
+    {model, set, error}}`` when the model cannot predict the set (e.g. the engine refusing a predicted state): the
+    run keeps every other row and reports the failure."""
     from contactkit.eval.workers import one_torch_thread
 
     one_torch_thread()
     data = load_recorded(job.data)
     clean = load_recorded(job.clean) if job.clean else None
-    report = evaluate_predictors([_predictor(job)], data, job.config, np.random.default_rng(job.seed),
-                                 clean)[job.model]
+    try:
+        report = evaluate_predictors([_predictor(job)], data, job.config, np.random.default_rng(job.seed),
+                                     clean)[job.model]
+    except ContactkitError as exc:
+        return {"failed": {"model": job.model, "set": job.set_name, "error": " ".join(str(exc).split())}}
     steps = sorted({1, *range(CURVE_EVERY, job.config.horizon + 1, CURVE_EVERY), job.config.horizon})
     curve = {"model": job.model, "policy": data.policy, "set": job.set_name, "steps": steps,
              "pos_mm": [float(report.rollout.pos_curve_m[k - 1] * 1e3) for k in steps],
@@ -172,7 +178,8 @@ def train_and_evaluate(jobs: list, sets: list[tuple[int, str, str]], paths: dict
                        device: str, worlds: WorldPair, workers: int, ray_address: str | None = None):
     """Run the training ``jobs`` and evaluate each model as soon as it is trained (the untrained rows meanwhile),
     ``workers`` jobs at a time (on the Ray cluster at ``ray_address`` if given: its workers must share the data's
-    folder). Returns ``(trained, results)`` sorted by name, and by set, then model."""
+    folder). Returns ``(trained, results, failed)``: sorted by name, by set then model, and the evaluations that
+    failed (``{model, set, error}``)."""
     cpu = device == "cpu"
     with worker_pool(workers if cpu else 1, ray_address if cpu else None) as pool:
         training = [pool.submit(_run, j) for j in jobs]
@@ -185,9 +192,11 @@ def train_and_evaluate(jobs: list, sets: list[tuple[int, str, str]], paths: dict
                 evaluating += [pool.submit(_eval_job, j) for j in _jobs_for(t, sets, paths, config, seed, device,
                                                                             worlds)]
                 advance()
-        results = [f.result() for f in progress.track(evaluating, "evaluations")]
+        done = [f.result() for f in progress.track(evaluating, "evaluations")]
+    results = [r for r in done if "failed" not in r]
+    failed = [r["failed"] for r in done if "failed" in r]
     order = {name: i for i, name in enumerate(ROW_ORDER)}
     set_order = {name: k for k, name, _ in sets}
     results.sort(key=lambda r: (set_order[r["row"]["set"]], order.get(r["row"]["model"], len(order)),
                                 r["row"]["model"]))
-    return sorted(trained, key=lambda t: t["name"]), results
+    return sorted(trained, key=lambda t: t["name"]), results, failed

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from contactkit.errors import SimulationDiverged
+from contactkit.errors import ContactkitError
 from contactkit.models.residual.features import HISTORY, TARGET_GROUPS, apply_correction, features
 from contactkit.models.residual.network import ResidualNet
 from contactkit.models.residual.transitions import LoggedEpisode
@@ -72,7 +72,7 @@ def rollout_loss(net: ResidualNet, episodes: Sequence[LoggedEpisode], offsets: n
         rng: draws the segments.
 
     Returns:
-        a scalar tensor with gradient; zero (no gradient) when the backbone diverges on a predicted state.
+        a scalar tensor with gradient; zero (no gradient) when the backbone refuses or diverges on a predicted state.
     """
     keys = [ep.scene.to_json() for ep in episodes]
     seg = _segments(episodes, batch, steps, rng)
@@ -87,7 +87,7 @@ def rollout_loss(net: ResidualNet, episodes: Sequence[LoggedEpisode], offsets: n
         cmd, prev = at(lambda ep: ep.commands), at(lambda ep: ep.commands, -1)
         try:
             bb, bbw = _backbone_step(backbones, episodes, keys, seg, hist[:, -1].detach().numpy(), cmd)
-        except SimulationDiverged:
+        except ContactkitError:  # a predicted state the backbone cannot start from, or a diverged step
             return torch.zeros((), dtype=torch.float64)
         x = features(hist, t(cmd), t(prev), t(bb), t(bbw), ref_pos, ref_quat)
         corr = net.members_normalised(x.float()).mean(0) * net.out_std + net.out_mean

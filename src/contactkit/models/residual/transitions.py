@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.errors import InvalidInputError
+from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.model import ContactModel
 from contactkit.models.residual.features import HISTORY
 from contactkit.rotations import quat_mul, quat_to_mat, rotvec_to_quat
@@ -91,10 +91,28 @@ def _rows(episodes: Sequence[LoggedEpisode]) -> np.ndarray:
     return np.array(rows, dtype=np.int64)
 
 
+def _step_rows(model: ContactModel, start: np.ndarray, cmd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One backbone call for ``start (n, 13)`` under ``cmd (n, 6)``; when the backbone refuses the batch (a state it
+    cannot start from, a diverged step), the rows one by one. Returns next states, readings and a valid mask."""
+    try:
+        nxt, w = model.step(BodyState.from_array(start[:, None]), cmd)
+        return nxt.as_array(), np.asarray(w), np.ones(len(start), dtype=bool)
+    except ContactkitError:
+        out, wrench, ok = np.zeros((len(start), 13)), np.zeros((len(start), 6)), np.zeros(len(start), dtype=bool)
+        for i in range(len(start)):
+            try:
+                nxt, w = model.step(BodyState.from_array(start[i:i + 1, None]), cmd[i:i + 1])
+                out[i], wrench[i], ok[i] = nxt.as_array()[0], np.asarray(w)[0], True
+            except ContactkitError:
+                continue
+        return out, wrench, ok
+
+
 def _step_backbone(backbones: Callable[[Scene], ContactModel], episodes: Sequence[LoggedEpisode],
                    rows: np.ndarray, start: np.ndarray, progress: Callable[[int], None] | None):
-    """Backbone next states ``(N, 13)`` and readings ``(N, 6)`` from ``start (N, 13)`` under the rows' commands."""
-    out, wrench = np.zeros((len(rows), 13)), np.zeros((len(rows), 6))
+    """Backbone next states ``(N, 13)``, readings ``(N, 6)`` and a valid mask ``(N,)`` (False: the backbone refused
+    the row's state) from ``start (N, 13)`` under the rows' commands."""
+    out, wrench, valid = np.zeros((len(rows), 13)), np.zeros((len(rows), 6)), np.zeros(len(rows), dtype=bool)
     keys = [ep.scene.to_json() for ep in episodes]
     by_scene: dict[str, list[int]] = {}
     for k, e in enumerate(rows[:, 0]):
@@ -104,11 +122,10 @@ def _step_backbone(backbones: Callable[[Scene], ContactModel], episodes: Sequenc
         for lo in range(0, len(ks), BACKBONE_CHUNK):
             idx = np.array(ks[lo:lo + BACKBONE_CHUNK])
             cmd = np.stack([episodes[int(e)].commands[int(t)] for e, t in rows[idx]])
-            nxt, w = model.step(BodyState.from_array(start[idx, None]), cmd)
-            out[idx], wrench[idx] = nxt.as_array(), w
+            out[idx], wrench[idx], valid[idx] = _step_rows(model, start[idx], cmd)
             if progress:
                 progress(len(idx))
-    return out, wrench
+    return out, wrench, valid
 
 
 def _perturb(history: np.ndarray, scales: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -158,13 +175,15 @@ def build_transitions(episodes: Sequence[LoggedEpisode], backbones: Callable[[Sc
         progress: called with the number of rows stepped after each backbone call.
 
     Returns:
-        ``(transitions, offsets)``.
+        ``(transitions, offsets)``; rows whose state the backbone refuses (e.g. deeper in its geometry than it starts
+        from) are left out.
     """
     rows = _rows(episodes)
     hist = np.stack([episodes[int(e)].states[int(t) - HISTORY + 1:int(t) + 1] for e, t in rows])
     if noise is not None:
         hist = _perturb(hist, np.asarray(noise, dtype=np.float64), rng or np.random.default_rng(0))
-    nxt, wrench = _step_backbone(backbones, episodes, rows, hist[:, -1], progress)
+    nxt, wrench, valid = _step_backbone(backbones, episodes, rows, hist[:, -1], progress)
+    rows, hist, nxt, wrench = rows[valid], hist[valid], nxt[valid], wrench[valid]
     if offsets is None:
         offsets = tare_offsets(episodes, rows, wrench)
     pick = lambda f: np.stack([f(episodes[int(e)], int(t)) for e, t in rows])  # noqa: E731
