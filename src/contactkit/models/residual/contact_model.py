@@ -177,4 +177,7 @@ class ResidualContactModel:
             w = torch.as_tensor(trust, dtype=corr.dtype, device=corr.device)
             corr, gate = corr * w[:, None], gate * w
             state, reading = apply_correction(t(hist[:, -1]), t(bb), t(bb_wrench), corr.double().cpu())
-        return state.numpy(), reading.numpy(), gate.double().cpu().numpy()
+        state, reading, gate = state.numpy(), reading.numpy(), gate.double().cpu().numpy()
+        off = gate == 0.0  # the backbone's own arrays, bit for bit (a stateful backbone, e.g. the engine's warm start,
+        state[off], reading[off] = bb[off], bb_wrench[off]  # then continues its rollout as if stepped alone)
+        return state, reading, gate
