@@ -54,6 +54,7 @@ from contactkit.eval.exp_mpc_insertion import (
     planner_rng,
     run_episode,
 )
+from contactkit.eval.planning_models import MODEL_FACTORIES, residual_checkpoint
 from contactkit.eval.workers import worker_pool
 from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
@@ -202,6 +203,8 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path 
     budget = budget or (QUICK if quick else FULL_BUDGET)
     if checkpoint is not None:
         budget = replace(budget, checkpoint=str(checkpoint))
+    if budget.models is None:  # every model that can be built, the opt-in ones (the committed residual) included
+        budget = replace(budget, models=tuple(MODEL_FACTORIES))
     workers = 1 if workers is None else workers
     parallel = uses_ray(workers, ray_address)
     if parallel and device != "cpu":
@@ -221,9 +224,10 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path 
                      "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t}
               for name, t in times.items()}
     checkpoint = str(act_fignet_checkpoint(budget)) if "act-fignet" in times else None
+    residual = [str(residual_checkpoint())] if "residual-mujoco" in times else []
     result = {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
               "points": [{"pairing": p.pairing, "step": p.step, "contact": p.contact} for p in points],
-              "checkpoint": checkpoint,
+              "checkpoint": checkpoint, "checkpoints": residual,
               "agent": {"horizon": budget.horizon, "population": budget.population, "iterations": budget.iterations,
                         "replan_every": budget.replan_every, "n_threads": budget.n_threads, "torch_threads": threads}}
     if parallel:
