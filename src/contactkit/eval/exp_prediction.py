@@ -1,38 +1,42 @@
 """Experiment ``prediction-accuracy``: Act-FIGNet paper Table I, Fig. 9, Fig. 10 and Table III in simulation.
 
-The "real world" is ``world`` (default MuJoCo's ``target-parametric`` preset, the stored run's ``target``: other
-friction, mass, contact softness and damping, a noisy biased F/T sensor; ``target`` adds a real cell's latency,
-compliance and sensor filter): the hexagonal peg around its 1 mm-clearance slot (the paper's real-world
-setup, §IV-B.a), random-spline touching. The baseline rows assume ``model_world`` (default ``nominal``;
-:mod:`contactkit.eval.worlds`). Act-FIGNet and FIGNet+ (``small`` preset, same sizes) train on
-``target`` data only, conditioned on the policy's pose-delta commands (the impedance controller's wrench
-at the model's own state, :mod:`contactkit.models.gnn.actions`: rollouts are closed loop); the third row
-is MuJoCo's ``nominal`` world — the simulator a user starts from — given the same recorded commands from
-the same recorded states (:mod:`contactkit.eval.predict_eval`).
+The "real world" is ``world`` (default :data:`DEFAULT_WORLD`, MuJoCo's ``target`` preset: other friction, mass,
+contact softness and damping, a noisy biased F/T sensor, and a real cell's command latency, flange compliance and
+sensor filter; docs/worlds.md): the hexagonal peg around its 1 mm-clearance slot (the paper's real-world setup,
+§IV-B.a). Training data: 100k transitions of contact-spline touching (random splines with the contact-seeking z flips
+of App. V); test sets: random-spline, the OOD policies (spiral, circles at low and high speed: Fig. 10), the unseen
+circle-in-square pairing (``random-spline@circle-in-square``) and, in ``held_out``, random-spline in worlds no model
+was trained on (:data:`HELD_OUT_WORLDS`). The baseline rows and the backbones assume ``model_world`` (default
+``nominal``; :mod:`contactkit.eval.worlds`).
 
-Rows (``rows``): per model and test policy, the keys of :func:`~contactkit.eval.predict_eval.report_row`.
-Models: ``act-fignet``, ``fignet-plus``, ``mujoco-nominal`` (replays the policy's commands through its own
-impedance controller), ``mujoco-nominal-wrench`` (replays the recorded mean applied wrench open loop:
-drifts even in the recording world)
-and ``mujoco-target-oracle`` (commands replayed in the recording world itself, noise-free: motion error at
-the contact solver's warm-start level, and its F/T error is the floor the sensor's noise and bias set; in a world
-with latency, compliance or a sensor filter the oracle replays without them — their state is not in the recorded
-tool state — so it is then no longer exact).
-The full run adds the OOD policies (spiral insertion, circles at low and high speed: Fig. 10) and
-Act-FIGNet with other numbers of message-passing steps (``ablation``, Table III). ``horizon_curves``:
-RMSE(T) against T (Fig. 9). ``bar``: the issue's acceptance ratios against ``mujoco-nominal``.
+Rows (``rows``, each with its test ``set``): per model and test policy, the keys of
+:func:`~contactkit.eval.predict_eval.report_row`. Models (:mod:`contactkit.eval.prediction_jobs`):
+
+* ``residual-mujoco``, ``residual-engine``: nominal MuJoCo or the engine plus a learned residual
+  (:mod:`contactkit.models.residual`), trained on the training data;
+* ``mujoco-calibrated``: MuJoCo calibrated to the training data as the paper calibrated its baseline (App. V-D,
+  :mod:`contactkit.calibration`);
+* ``act-fignet``, ``fignet-plus``: the graph networks (``small`` preset, yaw augmentation), conditioned on the
+  policy's pose-delta commands (closed loop through :mod:`contactkit.models.gnn.actions`);
+* ``mujoco-nominal``, ``engine-nominal``: the simulators a user starts from, replaying the recorded commands from the
+  recorded states (:mod:`contactkit.eval.predict_eval`); ``mujoco-nominal-wrench`` replays the recorded mean applied
+  wrench open loop (drifts even in the recording world); ``mujoco-target-oracle`` replays in the recording world
+  without its latency, compliance and filter (their state is not in the recorded tool state).
+
+``horizon_curves``: RMSE(T) against T (Fig. 9). ``bar``: the Act-FIGNet ratios against ``mujoco-nominal``;
+``residual_bar``: the residuals' (:func:`~contactkit.eval.prediction_bar.residual_bar`). ``failed_evaluations``: a
+model that could not predict a set (the rest of the run is kept).
 
 F/T errors: ``force_err_N``/``torque_err_Nm`` against the recorded readings of the noisy, biased target
 sensor; ``force_err_clean_N``/``torque_err_clean_Nm`` against the noise-free readings of a *clean twin*
 of each test set — collected again with the same seeds in the target world without F/T noise and bias,
 and used only where its trajectories are verified identical (``clean_twins``): the sensor noise does
 not act on the dynamics unless a policy that reads the F/T sensor (spiral, circles: contact detection)
-decides otherwise because of it — measured identical for all four test sets of seed 0.
+decides otherwise because of it.
 
-Training and evaluation jobs run in ``budget.workers`` processes of one torch thread each (the graphs are
-small: in a one-off trial on 2 shared cores, two intra-op threads per process were slower than one under
-load); a model is evaluated as soon as it is trained, while the others still train. The full
-run keeps its data and checkpoints in ``runs/prediction-accuracy/seed<seed>`` and resumes from them.
+Training and evaluation jobs run in ``budget.workers`` processes of one torch thread each; a model is evaluated as
+soon as it is trained, while the others still train. The full run keeps its data and checkpoints in
+``runs/prediction-accuracy/seed<seed>-<world digest>`` and resumes from them.
 """
 
 from __future__ import annotations
@@ -186,7 +190,8 @@ NOTES = [
     "rel_pos, rel_rot: RMSE(T) divided by the RMS of the true displacement (rotation angle) from the rollout "
     "start over the same samples; a model predicting no motion scores 1.",
     "force_err_N, torque_err_Nm: mean norm of the one-step F/T error, sensor frame, against the recorded "
-    "(noisy, biased) readings; mujoco-target-oracle's value is the floor that noise and bias set.",
+    "(noisy, biased) readings; in a world without latency, compliance or filter mujoco-target-oracle's value is "
+    "the floor that noise and bias set (in target the oracle replays without them and is no floor).",
     "force_err_clean_N, torque_err_clean_Nm: the same against the noise-free readings of the test set's clean "
     "twin (same seeds, target world without F/T noise and bias, trajectories verified identical: "
     "clean_twins); null where the noise changed the trajectories (a policy reading the F/T sensor).",
@@ -195,6 +200,9 @@ NOTES = [
     "velocities), so their rollouts are closed loop like mujoco-nominal's, which replays the same commands "
     "through its own controller. mujoco-nominal-wrench replays the recorded mean applied wrench open loop, "
     "which is not faithful under impedance control and drifts even in the recording world.",
+    "residual-mujoco and residual-engine predict the tared reading (the log's sensor offset removed): compare them "
+    "on the clean columns; their rollouts start from recorded histories with the recorded previous command, so "
+    "their history check (docs/residual.md) can turn the correction off where the logs do not support it.",
 ]
 
 
