@@ -54,7 +54,7 @@ from contactkit.eval.exp_mpc_insertion import (
     planner_rng,
     run_episode,
 )
-from contactkit.eval.planning_models import MODEL_FACTORIES, residual_checkpoint
+from contactkit.eval.planning_models import MODEL_FACTORIES, RESIDUAL_CHECKPOINT
 from contactkit.eval.workers import worker_pool
 from contactkit.physics import WorldParams
 from contactkit.state import BodyState, stack_states
@@ -224,7 +224,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path 
                      "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t}
               for name, t in times.items()}
     checkpoint = str(act_fignet_checkpoint(budget)) if "act-fignet" in times else None
-    residual = [str(residual_checkpoint())] if "residual-mujoco" in times else []
+    residual = [RESIDUAL_CHECKPOINT.as_posix()] if "residual-mujoco" in times else []  # repository-relative
     result = {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
               "points": [{"pairing": p.pairing, "step": p.step, "contact": p.contact} for p in points],
               "checkpoint": checkpoint, "checkpoints": residual,
