@@ -6,6 +6,7 @@ import pytest
 from contactkit.control.mpc import MPCAgent, MPCConfig
 from contactkit.eval import bench_replan
 from contactkit.eval.exp_mpc_insertion import InsertionBudget, build_models
+from contactkit.eval.planning_models import RESIDUAL_CHECKPOINT
 from contactkit.physics import WorldParams
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv
 from contactkit.tasks.reward import goal_reward
@@ -21,7 +22,8 @@ def result(tmp_path_factory):
 
 
 def test_every_buildable_model_is_timed_on_the_same_points(result):
-    assert set(result["models"]) == {"ground-truth", "engine"}
+    assert set(result["models"]) == {"ground-truth", "engine", "residual-mujoco"}  # the committed residual too
+    assert result["checkpoints"] == [RESIDUAL_CHECKPOINT.as_posix()]  # repository-relative
     n_points = len(result["points"])
     assert {p["pairing"] for p in result["points"]} == {"square", "circle-in-square"}
     for row in result["models"].values():
