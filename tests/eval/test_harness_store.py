@@ -81,7 +81,8 @@ def test_stored_result_records_the_exact_command_and_every_version(register, tmp
     out = _run(tmp_path, tmp_path / "results")
     stored = json.loads((tmp_path / "results" / f"{NAME}.json").read_text())["provenance"]
     assert out["stored"] == str(tmp_path / "results" / f"{NAME}.json")
-    assert stored["argv"] == ARGV and stored["command"] == f"contactkit experiment {NAME} --plots 'a folder'"
+    assert stored["argv"] == ["contactkit", *ARGV[1:]]  # the program by name, not the machine's path to it
+    assert stored["command"] == f"contactkit experiment {NAME} --plots 'a folder'"
     assert set(stored["versions"]) == {"contactkit", *harness.PACKAGES} and None not in stored["versions"].values()
     assert stored["versions"]["contactkit"] == contactkit.__version__
     assert stored["checkpoints"] == [] and stored["not_stored"] is None
@@ -225,8 +226,11 @@ def test_the_cli_records_its_argv_and_its_json_run_writes_only_that_file(registe
         monkeypatch.setattr(sys, "argv", argv)
         done = CliRunner().invoke(app, argv[1:])
         assert done.exit_code == 0, done.output
-    assert json.loads((results / f"{NAME}.json").read_text())["provenance"]["argv"] == full
-    assert json.loads((tmp_path / "o.json").read_text())["provenance"]["argv"] == with_json
+    outside = harness.OUTSIDE_REPOSITORY  # the temporary folders are not in the checkout: only their names are kept
+    stored = json.loads((results / f"{NAME}.json").read_text())["provenance"]["argv"]
+    assert stored == [*full[:-1], f"{outside}/results"]
+    assert json.loads((tmp_path / "o.json").read_text())["provenance"]["argv"] == [
+        *full[:3], "--results-dir", f"{outside}/j", "--json", f"{outside}/o.json"]
     assert not (results / "j").exists() and "not stored in docs/results (--json)" in done.output
 
 
@@ -238,3 +242,12 @@ def test_provenance_describes_the_tree_before_the_run_writes_into_it(register, t
     _run(tmp_path, tmp_path / "results")
     stored = json.loads((tmp_path / "results" / f"{NAME}.json").read_text())["provenance"]
     assert fake.calls == 1 and stored["git"] == {"commit": "abc", "dirty": False}
+
+
+def test_recorded_command_lines_hold_no_machine_path():
+    root = store.source_root()
+    argv = [str(root / ".venv/bin/contactkit"), "experiment", NAME, "--plots", str(root / "docs/figures/x"),
+            "--json", "/somewhere/else/out.json", "--seed", "3"]
+    assert harness.portable_argv(argv, root) == ["contactkit", "experiment", NAME, "--plots", "docs/figures/x",
+                                                 "--json", f"{harness.OUTSIDE_REPOSITORY}/out.json", "--seed", "3"]
+    assert harness.portable_argv(argv, None)[4] == f"{harness.OUTSIDE_REPOSITORY}/x"

@@ -41,3 +41,12 @@ def test_every_checkpoint_of_a_stored_result_is_committed_with_its_sha256(path):
         assert rel.startswith("models/") and file.is_file(), f"{path.name}: checkpoint {rel} is not in models/"
         assert sha256_of(file) == record["sha256"] and file.stat().st_size == record["bytes"], rel
         assert (file.parent / "README.md").is_file(), f"{rel} has no model card"
+
+
+@pytest.mark.parametrize("path", STORED, ids=[p.stem for p in STORED])
+def test_stored_command_holds_no_machine_path(path):
+    import shlex
+
+    provenance = json.loads(path.read_text())["provenance"]
+    words = [*shlex.split(provenance["command"]), *(provenance.get("argv") or [])]
+    assert not [w for w in words if w.startswith("/")], f"{path.name}: {provenance['command']}"

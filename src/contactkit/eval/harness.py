@@ -83,16 +83,36 @@ def command_of(argv: list[str] | None) -> str | None:
     return None if argv is None else shlex.join(["contactkit", *argv[1:]])
 
 
+OUTSIDE_REPOSITORY = "<outside the repository>"
+"""Stands for the folder of an absolute path outside the source checkout in a recorded command line."""
+
+
+def portable_argv(argv: list[str], root: Path | None) -> list[str]:
+    """``argv`` as a result records it: ``contactkit`` for the program, absolute paths inside the source checkout
+    ``root`` made repository-relative, others reduced to ``<outside the repository>/NAME`` — never a machine's path."""
+    def arg(a: str) -> str:
+        if not os.path.isabs(a):
+            return a
+        path = Path(a)
+        if root is not None and path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+        return f"{OUTSIDE_REPOSITORY}/{path.name}"
+
+    return ["contactkit", *(arg(a) for a in argv[1:])]
+
+
 def provenance(seed: int, quick: bool, argv: list[str] | None = None) -> dict:
-    """Command (``argv`` exactly as the process got it, and as a command line), seed, versions, git commit of the
-    source checkout (if any) and machine of this run."""
+    """Command (``argv`` as :func:`portable_argv` records it, and as a command line), seed, versions, git commit of
+    the source checkout (if any) and machine of this run."""
     try:
-        git = git_state(source_root())
+        root = source_root()
+        git = git_state(root)
     except ResultStoreError:
-        git = {"commit": None, "dirty": None}
+        root, git = None, {"commit": None, "dirty": None}
+    argv = None if argv is None else portable_argv(list(argv), root)
     return {
         "command": command_of(argv),
-        "argv": None if argv is None else list(argv),
+        "argv": argv,
         "seed": seed,
         "quick": quick,
         "versions": versions(),
