@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import safetensors.torch
-import torch
 
 from contactkit.errors import CheckpointError
 from contactkit.files import read_safetensors, write_atomic
@@ -146,7 +145,3 @@ def check_compatible(ckpt: ResidualCheckpoint, backbone: str, world: WorldParams
     if ckpt.task and task != ckpt.task:
         raise CheckpointError(f"{where} was trained on {ckpt.task!r} scenes, not {task!r}")
 
-
-def to_device(net: ResidualNet, device: str | torch.device) -> ResidualNet:
-    """``net`` on ``device`` (float32)."""
-    return net.to(device=device, dtype=torch.float32)

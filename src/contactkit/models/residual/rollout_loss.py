@@ -63,18 +63,18 @@ def _errors(state: torch.Tensor, reading: torch.Tensor, truth: torch.Tensor, tru
 
 
 def rollout_loss(net: ResidualNet, episodes: Sequence[LoggedEpisode], offsets: np.ndarray, backbones: Callable,
-                 batch: int, steps: int, rng: np.random.Generator) -> torch.Tensor:
+                 batch: int, steps: int, rng: np.random.Generator, keys: list[str]) -> torch.Tensor:
     """The mean Huber loss ``()`` over ``batch`` segments of ``steps`` open-loop steps (see the module docstring).
 
     Args:
         net: the ensemble (its mean correction is used, ungated); episodes: the training logs;
         offsets: ``(E, 6)`` their sensor offsets (tare); backbones: ``scene -> ContactModel``;
-        rng: draws the segments.
+        rng: draws the segments; keys: each episode's scene JSON (groups the segments by scene; computed once by the
+        caller, not at every iteration).
 
     Returns:
         a scalar tensor with gradient; zero (no gradient) when the backbone refuses or diverges on a predicted state.
     """
-    keys = [ep.scene.to_json() for ep in episodes]
     seg = _segments(episodes, batch, steps, rng)
     scale = {g: float(net.out_std[s].mean()) for g, s in TARGET_GROUPS.items()}
     t = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64)  # noqa: E731

@@ -150,10 +150,11 @@ def train_residual(episodes: Sequence[LoggedEpisode], val_episodes: Sequence[Log
     total = config.one_step_iters + config.rollout_iters
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(1, total))
     one_step, rolled = [], []
+    keys = [ep.scene.to_json() for ep in episodes]
     for it in range(total):
         loss = _one_step_loss(net, x, y, config.batch, gen)
         if it >= config.one_step_iters:
-            r = rollout_loss(net, episodes, offsets, backbones, config.rollout_batch, config.rollout_steps, rng)
+            r = rollout_loss(net, episodes, offsets, backbones, config.rollout_batch, config.rollout_steps, rng, keys)
             rolled.append(r.item())
             loss = loss + config.rollout_weight * r
         opt.zero_grad()
