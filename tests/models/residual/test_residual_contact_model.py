@@ -85,6 +85,38 @@ def test_the_previous_command_is_remembered_through_a_rollout(nominal_case):
     np.testing.assert_array_equal(other, ep.commands[None, 5])  # a fresh history: the command held
 
 
+def test_inference_threads_are_scoped_to_the_step(nominal_case):
+    """The correction runs on the model's thread count and leaves torch's setting as it found it; the step's
+    result does not depend on it (a random net, so the correction is not zero)."""
+    ep, backbone = nominal_case
+    net = ResidualNet(NetConfig(FEATURE_DIM, TARGET_DIM, hidden=8, members=2))
+    with torch.no_grad():
+        for w in net.weights:
+            w.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(3))
+        net.in_absmax.fill_(1e9)
+    net.eval()
+    seen = []
+    outside = torch.get_num_threads()
+    torch.set_num_threads(2)
+    before = torch.get_num_threads()
+    original = net.members_normalised
+
+    def spy(x):
+        seen.append(torch.get_num_threads())
+        return original(x)
+
+    net.members_normalised = spy
+    one = ResidualContactModel(net, backbone, ep.scene, gated=False, inference_threads=1)
+    state_one, wrench_one = one.step(_window(ep, 5), ep.commands[None, 5])
+    assert seen == [1] and torch.get_num_threads() == before
+    untouched = ResidualContactModel(net, backbone, ep.scene, gated=False, inference_threads=None)
+    state_any, wrench_any = untouched.step(_window(ep, 5), ep.commands[None, 5])
+    assert seen[-1] == before
+    np.testing.assert_allclose(state_one.as_array(), state_any.as_array(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(wrench_one, wrench_any, rtol=0, atol=1e-12)
+    torch.set_num_threads(outside)
+
+
 def test_bad_actions_are_refused(nominal_case):
     ep, backbone = nominal_case
     model = ResidualContactModel(_net(0.0), backbone, ep.scene)

@@ -18,11 +18,13 @@ origin's position plus :data:`HISTORY_CHECK_LEVER_M` times the rotation angle.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from enum import Enum
 
 import numpy as np
 import torch
 
+from contactkit.devices import torch_threads
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode, ContactModel
 from contactkit.models.residual.features import HISTORY, apply_correction, features
@@ -47,6 +49,12 @@ BACKBONE_MAX_PENETRATION_M = 2e-2
 cell's compliant contact, MuJoCo's soft contacts) start steps inside the engine's rigid node geometry — a noisy copy
 of a ``target`` log reached 5.1 mm — and the engine projects such a state out in its next step; 20 mm is below the
 peg's size, so a tool through a wall is still refused."""
+
+INFERENCE_THREADS = 1
+"""Torch intra-op threads of a step's correction on CPU. A planning step corrects tens to hundreds of rows
+(an iCEM population, a particle set): the ensemble's matrix products take ~0.1 ms, less than handing them to a
+second thread costs. With two threads on a loaded 2-core machine one replan (250 steps) spent 1.7 s in them;
+with one, the residual's replan fell from ~2× to ~1.25× the MuJoCo backbone's alone (hexagon, Table IV agent)."""
 
 
 class Backbone(str, Enum):
@@ -80,6 +88,8 @@ class ResidualContactModel:
         net: the trained ensemble (its device is used); backbone: the physics, for ``scene``;
         scene: the static description (its target frame is the geometry reference of the features).
         gated: apply the uncertainty gate (False: the ensemble mean everywhere, for ablations).
+        inference_threads: torch intra-op threads of a step's correction on CPU (default
+            :data:`INFERENCE_THREADS`), restored afterwards; None leaves torch's setting alone.
 
     Attributes:
         history: :data:`~contactkit.models.residual.features.HISTORY` states.
@@ -88,8 +98,10 @@ class ResidualContactModel:
 
     history = HISTORY
 
-    def __init__(self, net: ResidualNet, backbone: ContactModel, scene: Scene, gated: bool = True):
+    def __init__(self, net: ResidualNet, backbone: ContactModel, scene: Scene, gated: bool = True,
+                 inference_threads: int | None = INFERENCE_THREADS):
         self.net, self.backbone, self.scene, self.gated = net, backbone, scene, gated
+        self.inference_threads = inference_threads
         self.action_mode = backbone.action_mode
         self.control_dt = backbone.control_dt
         self.last_gate = np.ones(0)
@@ -171,7 +183,8 @@ class ResidualContactModel:
         n = len(action)
         ref_pos = t(np.repeat(np.asarray(self.scene.target_pos, dtype=np.float64)[None], n, axis=0))
         ref_quat = t(np.repeat(np.asarray(self.scene.target_quat, dtype=np.float64)[None], n, axis=0))
-        with torch.no_grad():
+        threads = self.inference_threads if self._device.type == "cpu" else None
+        with torch.no_grad(), (nullcontext() if threads is None else torch_threads(threads)):
             x = features(t(hist), t(action), t(prev), t(bb), t(bb_wrench), ref_pos, ref_quat)
             corr, gate = self.net(x.to(self._device, self._dtype), gated=self.gated)
             w = torch.as_tensor(trust, dtype=corr.dtype, device=corr.device)
