@@ -1,11 +1,14 @@
 """Experiment ``mpc-insertion``: iCEM MPC peg insertion with each contact model (Act-FIGNet paper §IV-A, Fig. 4).
 
 The same agent (:class:`contactkit.control.mpc.MPCAgent`, Table IV settings) plans with each available
-model — MuJoCo itself (the ground truth), Act-FIGNet and the contactkit engine — while the environment's
-true dynamics are always the MuJoCo world (:class:`contactkit.tasks.peg_env.PegInsertionEnv`). The environment
-runs in ``world`` (reality) and the models assume ``model_world`` (both ``nominal`` by default, as the stored run:
-then the ground truth is exact; :mod:`contactkit.eval.worlds`), so "plan with nominal, act in my lab's world" is
-``--world lab.json --model-world nominal``. Episodes
+model — MuJoCo itself (the ground truth), Act-FIGNet, the contactkit engine and (opt-in) the residual over
+nominal MuJoCo — while the environment's true dynamics are always the MuJoCo world
+(:class:`contactkit.tasks.peg_env.PegInsertionEnv`). The environment runs in ``world`` (reality) and the learned
+and engine models assume ``model_world`` (both ``nominal`` by default, as the stored run;
+:mod:`contactkit.eval.worlds`), so "plan with nominal, act in my lab's world" is ``--world lab.json --model-world
+nominal``. The ground truth always plans in ``world`` itself: batched MuJoCo, or for a world with hidden state
+(``target``'s latency, compliance and filter) the :class:`~contactkit.mujoco.oracle.WorldOracle`, which follows
+the environment's world. Episodes
 run on four tool shapes in matching slots with 5 mm clearance plus the unseen circle-in-square pairing;
 every model sees the same initial states (paired comparison). A model that cannot be built is listed under
 ``"missing"`` with the reason.
@@ -41,6 +44,7 @@ from contactkit.eval.planning_models import (
 )
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import STORED_MODEL_WORLD, world_pair
+from contactkit.mujoco.oracle import WorldOracle
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.tasks.peg_env import INSERTION_PAIRINGS, PegEnvConfig, PegInsertionEnv, split_observation
@@ -140,6 +144,8 @@ def run_episode(env: PegInsertionEnv, agent: MPCAgent, seed: int, pairing: str =
     """Roll out ``agent`` in ``env`` from the initial state of ``seed`` until success or truncation; the observation
     ``(19,)`` each action was chosen from is appended to ``observations`` when given."""
     obs, info = env.reset(seed=seed)
+    if isinstance(agent.model, WorldOracle):  # the ground truth of a world with hidden state plans from it
+        agent.model.follow(env.world)
     agent.reset(split_observation(obs)[0])
     first_replan = len(agent.replan_seconds)
     rewards, halfway = [], info["halfway"]
@@ -198,7 +204,7 @@ def _pairing_job(job: tuple) -> tuple[list[EpisodeRecord], float]:
     budget, seed, device, params, model_params, scene, pairing, name, model = job
     env, config = _pairing_env(budget, params, scene, pairing)
     if model is None:
-        built, gone = build_models(env.scene, model_params, replace(budget, models=(name,)), device)
+        built, gone = build_models(env.scene, model_params, replace(budget, models=(name,)), device, truth=params)
         if name not in built:
             raise ContactkitError(f"planning model {name!r} cannot be built for {pairing!r} on a worker: {gone}")
         model = built[name]
@@ -240,7 +246,8 @@ def evaluate(budget: InsertionBudget, seed: int, device: str = "cpu", params: Wo
             names = found["names"]
             pairing_scene = scene if scene is not None else PegEnvConfig(pairing=pairing).scene()
             models, gone = build_models(pairing_scene, model_params,
-                                        budget if names is None else replace(budget, models=names), device)
+                                        budget if names is None else replace(budget, models=names), device,
+                                        truth=params)
             if names is None:
                 found["names"], found["missing"] = tuple(models), gone
             elif tuple(models) != names:

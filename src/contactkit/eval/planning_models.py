@@ -23,6 +23,7 @@ __all__ = [
     "OPT_IN_MODELS",
     "PLANNING_ENGINE",
     "RESIDUAL_CHECKPOINT",
+    "TRUTH_MODELS",
     "InsertionBudget",
     "ModelUnavailable",
     "act_fignet_checkpoint",
@@ -74,6 +75,13 @@ ModelFactory = Callable[[Scene, WorldParams, InsertionBudget, str], ContactModel
 
 
 def _ground_truth(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    """MuJoCo in ``params``: batched from tool states, or, for a world with hidden state (latency, compliance,
+    filter: :meth:`~contactkit.physics.WorldParams.unmodelled_effects`), the :class:`~contactkit.mujoco.oracle.
+    WorldOracle` that must then follow the environment's world."""
+    if params is not None and params.unmodelled_effects():
+        from contactkit.mujoco.oracle import WorldOracle
+
+        return WorldOracle(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
     from contactkit.mujoco.model import MujocoContactModel
 
     return MujocoContactModel(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
@@ -186,15 +194,20 @@ OPT_IN_MODELS = frozenset({"residual-mujoco"})
 stored runs' default model sets predate them."""
 CHECKPOINT_MODELS = frozenset({"act-fignet"})
 """Models of :data:`MODEL_FACTORIES` that run only from a checkpoint."""
+TRUTH_MODELS = frozenset({"ground-truth"})
+"""Models built in the world that acts as reality when :func:`build_models` is given one (``truth``): the
+Act-FIGNet paper's ground-truth row plans with the simulator the episodes run in (§IV-A)."""
 
 
 def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str,
-                 modes: tuple[ActionMode, ...] = (ActionMode.POSE_DELTA,)
+                 modes: tuple[ActionMode, ...] = (ActionMode.POSE_DELTA,), truth: WorldParams | None = None
                  ) -> tuple[dict[str, ContactModel], list[dict]]:
     """``({name: model}, [{"model": name, "reason": why}])``: the models that exist and those that do not.
 
-    A model whose ``action_mode`` is not in ``modes`` is missing (the MPC agent plans pose deltas, as the
-    impedance-controlled tool of Act-FIGNet paper §IV-A takes them).
+    Every model assumes ``params`` (the model world) except those of :data:`TRUTH_MODELS`, which are built in
+    ``truth`` (the world that acts as reality) when it is given. A model whose ``action_mode`` is not in ``modes``
+    is missing (the MPC agent plans pose deltas, as the impedance-controlled tool of Act-FIGNet paper §IV-A
+    takes them).
     """
     models, missing = {}, []
     for name, factory in MODEL_FACTORIES.items():
@@ -204,7 +217,8 @@ def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, dev
             missing.append({"model": name, "reason": f"not run: this run's budget plans with {list(budget.models)}"})
             continue
         try:
-            model = factory(scene, params, budget, device)
+            world = truth if truth is not None and name in TRUTH_MODELS else params
+            model = factory(scene, world, budget, device)
             if ActionMode(model.action_mode) not in modes:
                 raise ModelUnavailable(f"{name} takes {ActionMode(model.action_mode).value} actions, not one of "
                                        f"{[m.value for m in modes]}")

@@ -14,6 +14,8 @@ low-pass filter (applied at the physics rate before the period's mean).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import mujoco
 import numpy as np
 from mujoco import rollout
@@ -69,6 +71,25 @@ def _compile(xml: str) -> mujoco.MjModel:
         fields = next((f for word, f in COMPILE_FIELDS if word in text.lower()), "the scene or world parameters")
         raise InvalidInputError(f"MujocoWorld: MuJoCo cannot compile this scene and world ({text[:300]}); "
                                 f"check {fields}") from None
+
+
+@dataclass(frozen=True)
+class WorldSnapshot:
+    """A :class:`MujocoWorld`'s hidden state between control steps (:meth:`MujocoWorld.snapshot`).
+
+    Attributes:
+        physics: MuJoCo's ``mjSTATE_INTEGRATION`` vector (time, qpos, qvel, warm start, mocap targets, applied
+            forces).
+        issued: the commands of the last control steps, oldest first
+            (:class:`~contactkit.mujoco.realcell.CommandDelay`).
+        filtered: ``(6,)`` the sensor filter's last output (sensor frame, unbiased) [N, N·m].
+        steps: control steps since reset.
+    """
+
+    physics: np.ndarray
+    issued: tuple[Issued, ...]
+    filtered: np.ndarray
+    steps: int
 
 
 class MujocoWorld:
@@ -321,3 +342,29 @@ class MujocoWorld:
         if any(self.params.ft_noise_std):
             reading = reading + self.rng.normal(0.0, self.params.ft_noise_std)
         return StepResult(self.state(), reading, applied)
+
+    # ---- hidden state -----------------------------------------------------------------------------
+    def snapshot(self) -> WorldSnapshot:
+        """Everything the next :meth:`step` depends on besides its command: MuJoCo's integration state (tool,
+        flange and compliance joints, targets, warm start), the commands still delayed by the latency, the
+        sensor filter's state and the step count. Restored by :meth:`restore` (here or in a world of the same
+        scene and physics)."""
+        buf = np.empty(mujoco.mj_stateSize(self.model, BACKUP_SPEC))
+        mujoco.mj_getState(self.model, self.data, buf, BACKUP_SPEC)
+        return WorldSnapshot(buf, tuple(self._delay._issued), self._filtered.copy(), self.steps)
+
+    def restore(self, snapshot: WorldSnapshot) -> None:
+        """Continue from ``snapshot`` (:meth:`snapshot`) of this world or of one with the same MuJoCo model.
+
+        Raises:
+            InvalidInputError: a snapshot of a world with another state layout.
+        """
+        if snapshot.physics.shape != self._backup.shape:
+            raise InvalidInputError(f"MujocoWorld.restore: a snapshot of {snapshot.physics.size} state values does "
+                                    f"not fit this world's {self._backup.size} (another scene or physics)")
+        mujoco.mj_setState(self.model, self.data, snapshot.physics, BACKUP_SPEC)
+        clear_warnings(self.data)
+        mujoco.mj_forward(self.model, self.data)
+        self._delay._issued = list(snapshot.issued)
+        self._filtered[:] = snapshot.filtered
+        self.steps = snapshot.steps

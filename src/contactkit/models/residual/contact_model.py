@@ -179,7 +179,7 @@ class ResidualContactModel:
                  bb_wrench: np.ndarray, trust: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Corrected flat states ``(b, 13)``, readings ``(b, 6)`` and gates ``(b,)`` (the network's gate times
         ``trust``), float64 geometry."""
-        t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+        t = lambda a: torch.from_numpy(np.array(a, dtype=np.float64))  # noqa: E731  (a copy: inputs may be read-only)
         n = len(action)
         ref_pos = t(np.repeat(np.asarray(self.scene.target_pos, dtype=np.float64)[None], n, axis=0))
         ref_quat = t(np.repeat(np.asarray(self.scene.target_quat, dtype=np.float64)[None], n, axis=0))
