@@ -10,3 +10,6 @@ MAX_TOOL_MASS_KG = 1e4
 TOOL_MASS_REASON = "from a milligram to beyond the payload of the largest industrial arms"
 MAX_TOOL_INERTIA_KGM2 = 1e4
 """Largest principal moment of a tool's inertia [kg·m²]: :data:`MAX_TOOL_MASS_KG` at 1 m from its centre of mass."""
+MAX_TCP_OFFSET_M = 2.0
+"""Farthest tool centre point from the tool frame origin [m]: longer than any tool a robot's flange holds (the
+longest industrial arms reach about 4 m in all)."""

@@ -1,6 +1,6 @@
 """The shared vocabulary of every simulator, learned model and consumer (docs/architecture.md).
 
-* :class:`ActionMode`: what a 6-D action means (a wrench, or a pose-target displacement).
+* :class:`ActionMode`: what a 6-D action means (a wrench, a pose-target displacement, or an absolute pose target).
 * :class:`StepResult` and :class:`World`: a simulated (or logged) cell — ``reset``, ``step(action) ->
   StepResult``, its ``scene`` and ``params``. :class:`contactkit.mujoco.MujocoWorld` and
   :class:`contactkit.engine.EngineWorld` are Worlds; ``run_episode``, the datasets and the gym
@@ -35,6 +35,10 @@ class ActionMode(str, Enum):
     """A wrench (force [N], torque [N·m]) in the world frame about the tool origin, added to gravity compensation."""
     POSE_DELTA = "pose-delta"
     """A displacement of the impedance target from the current pose: position [m], rotation vector [rad]."""
+    POSE_TARGET = "pose-target"
+    """An absolute impedance target, what a robot's Cartesian controller tracks: position [m, world] and the
+    rotation vector [rad, world] of the target orientation, both of the tool centre point
+    (``ImpedanceGains.tcp_offset``)."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +50,16 @@ class StepResult:
         wrench: ``(6,)`` F/T reading, sensor frame [N, N·m], mean over the control period, noise and bias added.
         applied: ``(6,)`` mean wrench the controller applied, world frame, about the tool origin [N, N·m],
             gravity compensation included.
+        clipped: the controller's limits that bound during the step, by their ``ImpedanceGains`` names
+            (``max_pos_step``, ``max_rot_step``: the pose target was clipped; ``max_force``, ``max_torque``: the
+            wrench was, in some physics sub-step); empty when the command was tracked as given
+            (:class:`contactkit.control.clipping.ClipTally` counts them over an episode).
     """
 
     state: BodyState
     wrench: np.ndarray
     applied: np.ndarray
+    clipped: frozenset[str] = frozenset()
 
 
 @runtime_checkable

@@ -15,8 +15,12 @@ import numpy as np
 
 from contactkit.bounds import MAX_TOOL_INERTIA_KGM2, MAX_TOOL_MASS_KG, MIN_TOOL_MASS_KG, TOOL_MASS_REASON
 from contactkit.errors import ContactkitError, InvalidInputError
+from contactkit.gains import ImpedanceGains
 from contactkit.geometry.part import Part
 from contactkit.model import ActionMode
+from contactkit.values import numbers as _numbers
+from contactkit.values import real as _real
+from contactkit.values import vector as _vec
 
 SCENE_SCHEMA_VERSION = 1
 MAX_SCENE_FILE_BYTES = 256 * 2**20
@@ -31,31 +35,6 @@ MAX_COMMAND_ACCELERATION = 10.0 * 9.81
 MAX_ROTATION_STEP = math.pi
 """Default limit on a ``POSE_DELTA`` rotation vector [rad]: a longer one is a shorter rotation written the long
 way round (or degrees passed as radians)."""
-
-
-def _numbers(x, what: str) -> np.ndarray:
-    """``x`` as a float64 array, refusing text, booleans and objects (JSON ``"0.1"`` is not a number) by name."""
-    raw = np.asarray(x)
-    if raw.dtype.kind not in "iuf":
-        raise InvalidInputError(f"{what} must be numbers, got {str(x)[:200]} ({type(x).__name__})")
-    return raw.astype(np.float64)
-
-
-def _real(x, what: str) -> float:
-    """``x`` as a float when it is a real number (an int or a float, not a bool or a string); else an
-    InvalidInputError naming ``what``."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise InvalidInputError(f"{what} must be a number, got {x!r} ({type(x).__name__})")
-    return float(x)
-
-
-def _vec(x, n: int, what: str) -> np.ndarray:
-    a = _numbers(x, what).reshape(-1)
-    if a.shape != (n,):
-        raise InvalidInputError(f"{what} must have {n} values, got shape {np.shape(x)}")
-    if not np.all(np.isfinite(a)):
-        raise InvalidInputError(f"{what} contains NaN or Inf: {a.tolist()}")
-    return a
 
 
 def _check_pieces(part: Part, what: str) -> None:
@@ -162,45 +141,6 @@ class StaticBody:
 
 
 @dataclass(frozen=True)
-class ImpedanceGains:
-    """Cartesian impedance controller of the wrist (tool frame origin), world-frame gains.
-
-    Attributes:
-        stiffness_pos: ``(3,)`` translational stiffness [N/m].
-        stiffness_rot: ``(3,)`` rotational stiffness [N·m/rad].
-        damping_ratio: ζ; damping = 2 ζ sqrt(K m) per axis (m: mass or principal inertia).
-        max_force: limit on the norm of the commanded force [N].
-        max_torque: limit on the norm of the commanded torque [N·m].
-        max_pos_step: largest pose-target displacement an action may ask for [m].
-        max_rot_step: largest rotation-target displacement an action may ask for [rad].
-        gravity_compensation: add the nominal tool weight as a feed-forward force.
-    """
-
-    stiffness_pos: np.ndarray = field(default_factory=lambda: np.full(3, 400.0))
-    stiffness_rot: np.ndarray = field(default_factory=lambda: np.full(3, 4.0))
-    damping_ratio: float = 1.0
-    max_force: float = 40.0
-    max_torque: float = 2.0
-    max_pos_step: float = 0.03
-    max_rot_step: float = 0.3
-    gravity_compensation: bool = True
-
-    def __post_init__(self):
-        for name in ("stiffness_pos", "stiffness_rot"):
-            v = _vec(getattr(self, name), 3, f"controller.{name}")
-            if np.any(v < 0):
-                raise InvalidInputError(f"controller.{name} must be >= 0, got {v.tolist()}")
-            object.__setattr__(self, name, v)
-        if not isinstance(self.gravity_compensation, (bool, np.bool_)):
-            raise InvalidInputError(f"controller.gravity_compensation must be true or false, got "
-                                    f"{self.gravity_compensation!r}")
-        for name in ("damping_ratio", "max_force", "max_torque", "max_pos_step", "max_rot_step"):
-            v = _real(getattr(self, name), f"controller.{name}")
-            if not (np.isfinite(v) and v >= 0):
-                raise InvalidInputError(f"controller.{name} must be finite and >= 0, got {v}")
-
-
-@dataclass(frozen=True)
 class CommandLimits:
     """The largest action a world accepts in one control step; a larger one is an input error, not a push.
 
@@ -211,8 +151,9 @@ class CommandLimits:
     Attributes:
         force: largest norm of a ``WRENCH`` command's force [N] (world frame, added to gravity compensation).
         torque: largest norm of a ``WRENCH`` command's torque about the tool origin [N·m].
-        pos_step: largest norm of a ``POSE_DELTA`` command's translation [m].
-        rot_step: largest norm of a ``POSE_DELTA`` command's rotation vector [rad].
+        pos_step: largest norm of a ``POSE_DELTA`` command's translation [m] (of a ``POSE_TARGET``'s distance from
+            the current tool centre point).
+        rot_step: largest norm of a ``POSE_DELTA`` (or ``POSE_TARGET``) command's rotation vector [rad].
     """
 
     force: float
@@ -248,8 +189,12 @@ class CommandLimits:
             rot_step=max(float(controller.max_rot_step), MAX_ROTATION_STEP),
         )
 
-    def check(self, command: np.ndarray, mode: ActionMode, where: str) -> None:
+    def check(self, command: np.ndarray, mode: ActionMode, where: str, tcp_pos: np.ndarray | None = None) -> None:
         """Refuse a ``(6,)`` finite ``command`` read in ``mode`` that exceeds a limit.
+
+        A ``POSE_TARGET`` command's translation is its distance from ``tcp_pos`` ``(3,)`` (the current tool centre
+        point [m, world]) and its rotation the norm of its rotation vector (an orientation beyond π radians is
+        degrees read as radians).
 
         Raises:
             InvalidInputError: naming ``where`` (e.g. ``"MujocoWorld.step"``), the part, its size and the limit.
@@ -258,6 +203,8 @@ class CommandLimits:
             parts = (("force", "force", "N"), ("torque", "torque", "N·m"))
         else:
             parts = (("translation", "pos_step", "m"), ("rotation", "rot_step", "rad"))
+        if mode is ActionMode.POSE_TARGET and tcp_pos is not None:
+            command = np.concatenate([command[:3] - tcp_pos, command[3:]])
         for half, (label, name, unit) in enumerate(parts):
             size, limit = float(np.linalg.norm(command[3 * half:3 * half + 3])), getattr(self, name)
             if size > limit:
@@ -353,16 +300,7 @@ class Scene:
                 } | ({} if s.depth_model is None else {"depth_model": s.depth_model})
                 for s in self.statics
             ],
-            "controller": {
-                "stiffness_pos": c.stiffness_pos.tolist(),
-                "stiffness_rot": c.stiffness_rot.tolist(),
-                "damping_ratio": c.damping_ratio,
-                "max_force": c.max_force,
-                "max_torque": c.max_torque,
-                "max_pos_step": c.max_pos_step,
-                "max_rot_step": c.max_rot_step,
-                "gravity_compensation": c.gravity_compensation,
-            },
+            "controller": c.to_dict(),
             "workspace_lo": self.workspace_lo.tolist(),
             "workspace_hi": self.workspace_hi.tolist(),
             "target_pos": self.target_pos.tolist(),
@@ -405,7 +343,7 @@ class Scene:
                 d["name"],
                 tool,
                 statics,
-                ImpedanceGains(**d["controller"]),
+                ImpedanceGains.from_dict(d["controller"]),
                 d["workspace_lo"],
                 d["workspace_hi"],
                 d["target_pos"],

@@ -32,7 +32,8 @@ from contactkit.control.icr import (
     icr_trajectory,
     profile_progress,
 )
-from contactkit.control.impedance import damping_gains, impedance_wrench, pose_target
+from contactkit.control.clipping import ClipTally, CommandsClipped
+from contactkit.control.impedance import command_target, damping_gains, impedance_wrench, pose_target, tcp_position
 from contactkit.control.mpc import ActionScale, MPCAgent, MPCConfig, MPCState, make_objective, mpc_reset, mpc_step
 from contactkit.control.policies import (
     CirclePolicy,
@@ -50,6 +51,8 @@ __all__ = [
     "MPCAgent", "MPCConfig", "MPCState", "PolicyName", "RandomSplinePolicy", "SpiralPolicy", "damping_gains",
     "impedance_wrench", "initial_state", "make_objective", "make_policy", "mpc_reset", "mpc_step", "optimize",
     "pose_target", "shift", "solve_force_clip", "solve_force_qp",
+    # a real cell's controller (issue 31 part 3): absolute targets at a TCP, limits reported when they bind
+    "ClipTally", "CommandsClipped", "command_target", "tcp_position",
     # pushing paper (issue 18): ICR planning, force distribution (eq 13), PD baseline (eqs 14-15)
     "AngularProfile", "ArcMode", "DistributionStatus", "ForceDistribution", "IcrArc", "InfeasibleDistributionError",
     "PDCommand", "PDGains", "PlanarObject", "PlanarWorkspace", "ProfileKind", "PushedFace", "TwoTipPusher",

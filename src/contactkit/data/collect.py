@@ -147,7 +147,11 @@ def run_episode(
     world: World, policy, steps: int, start: BodyState, rng: np.random.Generator, seed: int | None = None
 ) -> Episode:
     """Roll ``policy`` for ``steps`` control steps from ``start`` in ``world`` (any :class:`~contactkit.model.World`:
-    MuJoCo, the engine, or your own); returns the Episode."""
+    MuJoCo, the engine, or your own); returns the Episode. Warns (:class:`~contactkit.control.clipping.CommandsClipped`)
+    with the fraction of steps in which the scene controller's limits clipped a command."""
+    from contactkit.control.clipping import ClipTally
+
+    tally = ClipTally()
     state = world.reset(start)
     policy.reset(world.scene, state, rng)
     states, actions, commands, wrenches = [state], [], [], []
@@ -156,10 +160,12 @@ def run_episode(
         command = policy.act(t, state, reading)
         result = world.step(command, policy.mode)
         state, reading = result.state, result.wrench
+        tally.add(getattr(result, "clipped", frozenset()))
         states.append(state)
         actions.append(result.applied)
         commands.append(command)
         wrenches.append(reading)
+    tally.warn(f"episode of seed {seed} ({world.scene.name})")
     time = np.arange(steps + 1) * world.params.control_dt
     return Episode.from_states(
         time, stack_states(states), np.array(actions), np.array(commands), np.array(wrenches), seed

@@ -4,9 +4,10 @@ Coordinates of tight-tolerance paper eq 1: ``V = [v_com (world); ω (body)]``, `
 wrist armature of ``WorldParams``, as MuJoCo adds it to the free joint's rotational inertia). In one step of
 length ``h`` the tool feels
 
-* the impedance law of :func:`contactkit.control.impedance.impedance_wrench` at the tool origin — its
-  stiffness explicitly, its damping implicitly while the force (torque) is below its limit, as MuJoCo's
-  ``implicitfast`` treats actuator damping — or the commanded wrench, plus the gravity compensation;
+* the impedance law of :func:`contactkit.control.impedance.impedance_wrench` at the tool centre point (``Control.tcp``,
+  the tool origin by default) — its stiffness explicitly, its damping implicitly while the force (torque) is below
+  its limit, as MuJoCo's ``implicitfast`` treats actuator damping — or the commanded wrench, plus the gravity
+  compensation (at the tool origin);
 * gravity, and viscous damping on the origin's velocity and on ``ω`` (implicit);
 * the gyroscopic term in the passive-midpoint form of tight-tolerance paper eq 1, which conserves the kinetic energy of
   free rotation, so no spin rate destabilises it (an explicit ``ω × Jω`` diverges once ``|ω| h`` nears 1).
@@ -56,6 +57,8 @@ class Control(NamedTuple):
     max_torque: float  # [N m]
     weight: float  # gravity compensation along +z [N]
     command: np.ndarray  # (6,) commanded wrench (WRENCH mode) [N, N m]
+    tcp: np.ndarray = np.zeros(3)  # (3,) where the spring acts, tool frame [m] (ImpedanceGains.tcp_offset)
+    has_tcp: bool = False  # tcp is not zero (the zero TCP takes the tool-origin arithmetic, bit for bit)
 
 
 @njit(cache=True)
@@ -75,10 +78,12 @@ def rotation_error(target, q):
 
 @njit(cache=True)
 def control_wrench(ctrl, origin, quat, v_origin, omega):
-    """Explicit controller wrench at the tool origin and which damping terms are implicit.
+    """Explicit controller wrench and which damping terms are implicit.
 
-    Returns ``(force (3,), torque (3,), implicit_force, implicit_torque)`` [N, N·m], world frame. While
-    the impedance force (torque) stays within its limit, its damping ``-D v`` is left to the implicit
+    ``origin`` ``(3,)`` and ``v_origin`` ``(3,)`` are the position and velocity of the point the spring acts on
+    (the tool centre point, :func:`tcp_map`). Returns ``(force (3,), torque (3,), implicit_force,
+    implicit_torque)`` [N, N·m], world frame: the force at that point (the gravity compensation included) and the
+    torque. While the impedance force (torque) stays within its limit, its damping ``-D v`` is left to the implicit
     step (:func:`free_velocity`) and only the stiffness term is returned; beyond it the clipped law is
     returned as a constant (the norm limits of :func:`contactkit.control.impedance.impedance_wrench`).
     """
@@ -124,16 +129,28 @@ def origin_map(rot, com_local):
 
 
 @njit(cache=True)
+def tcp_map(rot, origin, body, ctrl):
+    """``(point (3,), G (3, 6), lever (3,))``: the tool centre point [m, world], its velocity map ``v_t = G V`` (as
+    :func:`origin_map`) and ``R tcp`` [m, world]; the tool origin, :func:`origin_map` and zero without a TCP."""
+    if not ctrl.has_tcp:
+        return origin, origin_map(rot, body.com_local), np.zeros(3)
+    lever = rot @ ctrl.tcp
+    return origin + lever, origin_map(rot, body.com_local - ctrl.tcp), lever
+
+
+@njit(cache=True)
 def free_velocity(body, ctrl, settings, rot, quat, vel, origin, m_eff_inv):
     """End-of-step velocity without contact ``(6,)`` (module docstring, steps 1–2).
 
     Writes ``m_eff_inv (6, 6) = (M + hD)⁻¹``; returns ``(v_free, force, torque, imp_f, imp_t, g)`` with the
-    controller's explicit wrench and implicit flags (:func:`control_wrench`) and ``g`` of :func:`origin_map`.
+    controller's explicit wrench at the tool centre point and implicit flags (:func:`control_wrench`) and ``g``
+    the TCP's velocity map (:func:`tcp_map`). The force acts at the TCP; the gravity compensation in it at the
+    tool origin.
     """
     h = settings.h
-    g = origin_map(rot, body.com_local)
+    point, g, lever = tcp_map(rot, origin, body, ctrl)
     omega_w = rot @ vel[3:]
-    force, torque, imp_f, imp_t = control_wrench(ctrl, origin, quat, g @ vel, omega_w)
+    force, torque, imp_f, imp_t = control_wrench(ctrl, point, quat, g @ vel, omega_w)
     mass = np.zeros((6, 6))
     for a in range(3):
         mass[a, a] = body.mass
@@ -147,6 +164,8 @@ def free_velocity(body, ctrl, settings, rot, quat, vel, origin, m_eff_inv):
     eff = mass + h * (g.T @ damp_o @ g)
     eff[3:, 3:] += h * damp_r
     q = g.T @ force
+    if ctrl.has_tcp:  # the compensation acts at the tool origin, not the TCP: take its lever back
+        q[3:] -= rot.T @ _cross3(lever, np.array([0.0, 0.0, ctrl.weight]))
     q[:3] += body.mass * body.gravity
     q[3:] += rot.T @ torque
     spin = body.gyro_inertia @ vel[3:]
@@ -162,6 +181,11 @@ def free_velocity(body, ctrl, settings, rot, quat, vel, origin, m_eff_inv):
 
 
 @njit(cache=True)
+def _cross3(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+@njit(cache=True)
 def _clip_norm(x, y, z, limit):
     size = math.sqrt(x * x + y * y + z * z)
     scale = min(1.0, limit / max(size, 1e-300))
@@ -169,21 +193,46 @@ def _clip_norm(x, y, z, limit):
 
 
 @njit(cache=True)
-def pose_delta_target(state, com_local, delta, max_pos_step, max_rot_step):
-    """Impedance target ``(pos (3,), quat (4,))`` of a pose-delta action from the kernel state ``(13,)``
-    (:mod:`contactkit.engine.layout`).
+def pose_command_target(state, com_local, command, absolute, tcp, has_tcp, max_pos_step, max_rot_step):
+    """Impedance target of the tool centre point of a pose command from the kernel state ``(13,)``
+    (:mod:`contactkit.engine.layout`): ``(pos (3,), quat (4,), pos_clipped, rot_clipped)``.
 
-    The rule of :func:`contactkit.control.impedance.pose_target`: the current tool origin plus the position
-    part clipped to ``max_pos_step`` [m], and ``exp(φ) ⊗ q`` with the rotation vector ``φ`` (world) clipped
-    to ``max_rot_step`` [rad].
+    The rule of :func:`contactkit.control.impedance.command_target`: the command is a displacement of the TCP
+    (``absolute`` False) or its absolute target (position [m, world], rotation vector [rad, world]); the
+    displacement from the current TCP pose is clipped to ``max_pos_step`` [m] and ``max_rot_step`` [rad] by norm,
+    and the flags say whether it was. ``tcp`` ``(3,)`` [m, tool frame]; ``has_tcp``: it is not zero.
     """
     quat = state[STATE_QUAT].copy()
     rot = quat_to_mat(quat)
+    point = state[STATE_COM] - rot @ com_local
+    if has_tcp:
+        point = point + rot @ tcp
+    if absolute:
+        goal = rotvec_to_quat((command[3], command[4], command[5]))
+        dphi = quat_to_rotvec(quat_mul(goal, quat_conj(quat)))
+        delta = (command[0] - point[0], command[1] - point[1], command[2] - point[2], dphi[0], dphi[1], dphi[2])
+    else:
+        delta = (command[0], command[1], command[2], command[3], command[4], command[5])
+    pos_clipped = math.sqrt(delta[0] ** 2 + delta[1] ** 2 + delta[2] ** 2) > max_pos_step
+    rot_clipped = math.sqrt(delta[3] ** 2 + delta[4] ** 2 + delta[5] ** 2) > max_rot_step
     dx, dy, dz = _clip_norm(delta[0], delta[1], delta[2], max_pos_step)
     px, py, pz = _clip_norm(delta[3], delta[4], delta[5], max_rot_step)
-    pos = state[STATE_COM] - rot @ com_local + np.array([dx, dy, dz])
+    pos = point + np.array([dx, dy, dz])
     w, x, y, z = quat_mul(rotvec_to_quat((px, py, pz)), quat)
-    return pos, np.array([w, x, y, z])
+    if absolute and not pos_clipped:
+        pos = np.array([command[0], command[1], command[2]])
+    if absolute and not rot_clipped:
+        w, x, y, z = goal
+    return pos, np.array([w, x, y, z]), pos_clipped, rot_clipped
+
+
+@njit(cache=True)
+def pose_delta_target(state, com_local, delta, max_pos_step, max_rot_step):
+    """Impedance target ``(pos (3,), quat (4,))`` of a pose-delta action of the tool origin (no TCP):
+    :func:`pose_command_target` without its flags."""
+    pos, quat, _, _ = pose_command_target(state, com_local, delta, False, np.zeros(3), False, max_pos_step,
+                                          max_rot_step)
+    return pos, quat
 
 
 @njit(cache=True)

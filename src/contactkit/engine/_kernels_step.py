@@ -49,8 +49,9 @@ INTEGRATOR_EULER, INTEGRATOR_MIDPOINT = 0, 1
 """Kernel codes of :class:`contactkit.engine.reference.integrators.Integrator`."""
 
 STAT_CONTACTS, STAT_RAW, STAT_SWEEPS, STAT_MAX_SWEEPS, STAT_UNCONVERGED, STAT_MIN_DISTANCE, STAT_CORRECTED, \
-    STAT_NONFINITE = range(8)
-"""Indices of the per-control-period statistics written to ``Buffers.stats``."""
+    STAT_FORCE_CLIPPED, STAT_TORQUE_CLIPPED, STAT_NONFINITE = range(10)
+"""Indices of the per-control-period statistics written to ``Buffers.stats`` (``*_CLIPPED``: engine steps whose
+impedance force, torque, was clipped to its limit)."""
 
 
 class Settings(NamedTuple):
@@ -93,7 +94,7 @@ class Buffers(NamedTuple):
     prev_keys: np.ndarray  # (max_contacts,) keys of the previous step's contacts
     prev_impulses: np.ndarray  # (max_contacts, 3)
     counts: np.ndarray  # (2,) int64: contacts of the last step, of the previous step
-    stats: np.ndarray  # (8,) float64, see STAT_*
+    stats: np.ndarray  # (10,) float64, see STAT_*
 
 
 @njit(cache=True)
@@ -198,13 +199,22 @@ def correct_pose(buf, settings, body, count, com_old, rot_old, com, quat):
 @njit(cache=True)
 def _sense(body, ctrl, buf, count, h, rot, origin, force, torque, imp_f, imp_t, g, v_plus, reading, applied):
     """Add the step's F/T reading (contact impulses, sensor frame) and the controller's wrench as it acted
-    (its implicit damping at ``V⁺``; world, about the tool origin) to the period's sums (step 4)."""
+    (its implicit damping at ``V⁺``; world, about the tool origin) to the period's sums (step 4). ``g`` maps ``V``
+    to the velocity of the point the force acts on (the tool centre point)."""
     contact_ft(count, buf.contacts, buf.frames, buf.impulses, h, origin + rot @ body.sensor_pos,
                rot @ body.sensor_rot, reading)
     v_origin, omega_w = g @ v_plus, rot @ v_plus[3:]
+    spring = np.zeros(3)
     for a in range(3):
-        applied[a] += force[a] - (ctrl.damping_pos[a] * v_origin[a] if imp_f else 0.0)
+        spring[a] = force[a] - (ctrl.damping_pos[a] * v_origin[a] if imp_f else 0.0)
+        applied[a] += spring[a]
         applied[3 + a] += torque[a] - (ctrl.damping_rot[a] * omega_w[a] if imp_t else 0.0)
+    if ctrl.has_tcp:  # the force at the TCP, less the compensation (at the origin), about the tool origin
+        spring[2] -= ctrl.weight
+        lever = rot @ ctrl.tcp
+        applied[3] += lever[1] * spring[2] - lever[2] * spring[1]
+        applied[4] += lever[2] * spring[0] - lever[0] * spring[2]
+        applied[5] += lever[0] * spring[1] - lever[1] * spring[0]
 
 
 @njit(cache=True)
@@ -250,6 +260,9 @@ def _step(geo, body, ctrl, settings, buf, com, quat, vel, reading, applied):
     _sense(body, ctrl, buf, count, settings.h, rot, origin, force, torque, imp_f, imp_t, g, v_plus, reading, applied)
     corrected = _integrate(buf, settings, body, count, rot, com, quat, vel, v_plus)
     _record(buf.stats, count, raw_count, sweeps, change, buf.contacts, settings.tolerance, corrected)
+    if ctrl.pose_mode:
+        buf.stats[STAT_FORCE_CLIPPED] += 0.0 if imp_f else 1.0
+        buf.stats[STAT_TORQUE_CLIPPED] += 0.0 if imp_t else 1.0
 
 
 @njit(cache=True)

@@ -28,7 +28,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from contactkit.engine._kernels_dynamics import Control, body_state, pose_delta_target
+from contactkit.control.impedance import POSE_MODES
+from contactkit.engine._kernels_dynamics import Control, body_state, pose_command_target
 from contactkit.engine._kernels_step import STAT_NONFINITE, Buffers, advance
 from contactkit.engine.layout import STATE_SIZE
 from contactkit.engine.params import EngineParams
@@ -69,11 +70,13 @@ def _stacked_buffers(geometry, max_contacts: int, size: int) -> _BatchBuffers:
 
 
 def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_pos_step, max_rot_step,
-                      pose_mode, readings, applied, failed, origin):
+                      pose_mode, absolute, readings, applied, failed, origin):
     """One control period of every element ``i`` (compiled below).
 
     ``states (B, 13)`` kernel states ``[com; quat; v_com; ω_body]`` (:mod:`.layout`) advanced in place;
-    ``deltas (B, 6)`` pose deltas [m, rad] (``pose_mode``) or world wrenches about the tool origin [N, N·m];
+    ``deltas (B, 6)`` pose commands of the tool centre point (``pose_mode``: deltas [m, rad], or absolute targets
+    where ``absolute``, :func:`~._kernels_dynamics.pose_command_target`) or world wrenches about the tool origin
+    [N, N·m];
     ``readings`` and ``applied (B, 6)`` written as by ``advance``; ``failed (B,)`` set where the step left the
     finite numbers (that element's state is restored and its warm start cleared, as ``EngineWorld.step`` does);
     ``origin (B, 13)`` written: the tool-origin states ``[pos; quat; lin_vel; ang_vel]`` (world frame).
@@ -81,15 +84,16 @@ def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_p
     for i in range(states.shape[0]):
         state = states[i]
         if pose_mode:
-            target_pos, target_quat = pose_delta_target(state, body.com_local, deltas[i], max_pos_step,
-                                                        max_rot_step)
+            target_pos, target_quat, _, _ = pose_command_target(state, body.com_local, deltas[i], absolute,
+                                                                template.tcp, template.has_tcp, max_pos_step,
+                                                                max_rot_step)
             command = template.command
         else:
             target_pos, target_quat = template.target_pos, template.target_quat
             command = deltas[i].copy()
         ctrl = Control(pose_mode, target_pos, target_quat, template.stiffness_pos, template.stiffness_rot,
                        template.damping_pos, template.damping_rot, template.max_force, template.max_torque,
-                       template.weight, command)
+                       template.weight, command, template.tcp, template.has_tcp)
         buf = Buffers(bufs.cache_tool[i], bufs.cache_env[i], bufs.raw[i], bufs.contacts[i], bufs.impulses[i],
                       bufs.frames[i], bufs.jac[i], bufs.m_inv_jt[i], bufs.blocks[i], bufs.bias[i], bufs.mu[i],
                       bufs.prev_keys[i], bufs.prev_impulses[i], bufs.counts[i], bufs.stats[i])
@@ -116,7 +120,8 @@ class EngineContactModel:
     Args:
         scene: static description.
         params: shared physics parameters (control period, scales, damping, armature, gravity).
-        action_mode: how actions are read (``POSE_DELTA`` through the impedance controller, or ``WRENCH``).
+        action_mode: how actions are read (``POSE_DELTA`` or ``POSE_TARGET`` through the impedance controller, or
+            ``WRENCH``).
         engine: engine-only settings.
         n_threads: threads that step slices of the batch at once (0 or 1: the calling thread alone).
 
@@ -151,8 +156,8 @@ class EngineContactModel:
 
         Args:
             history: ``(*B, H)`` states, world frame; the last of the window is stepped.
-            action: ``(*B, 6)`` actions in ``action_mode``: pose deltas [m, rad] or world wrenches about the
-                tool origin [N, N·m].
+            action: ``(*B, 6)`` actions in ``action_mode``: pose deltas [m, rad], absolute pose targets of the tool
+                centre point [m, rad; world] or world wrenches about the tool origin [N, N·m].
 
         Returns:
             ``(next_state (*B,), wrench (*B, 6))``: F/T reading in the sensor frame [N, N·m], mean over the
@@ -186,12 +191,12 @@ class EngineContactModel:
         failed, origin = np.zeros(b, dtype=np.bool_), np.empty((b, STATE_DIM))
         action = np.ascontiguousarray(action)
         w, c = self.world, self.scene.controller
-        pose_mode = self.action_mode is ActionMode.POSE_DELTA
+        pose_mode, absolute = self.action_mode in POSE_MODES, self.action_mode is ActionMode.POSE_TARGET
 
         def run(part: slice) -> None:
             bufs = _BatchBuffers(*(a[part] for a in self._bufs))
             _advance_batch(w.geometry, w.body, w._template, w.settings, bufs, kernel[part], action[part],
-                           float(c.max_pos_step), float(c.max_rot_step), pose_mode, readings[part],
+                           float(c.max_pos_step), float(c.max_rot_step), pose_mode, absolute, readings[part],
                            applied[part], failed[part], origin[part])
 
         if self._pool is None or b < 2:

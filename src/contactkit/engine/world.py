@@ -27,17 +27,19 @@ import numpy as np
 from contactkit.collision import CollisionWorld, Contacts
 from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.collision.workspace import leaves_workspace
-from contactkit.control.impedance import GRAVITY, damping_gains
+from contactkit.control.impedance import GRAVITY, POSE_MODES, damping_gains
 from contactkit.control.stability import check_timestep
 from contactkit.engine._kernels_contacts import node_contacts
-from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_delta_target
+from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_command_target
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
 from contactkit.engine._kernels_step import (
     INTEGRATOR_EULER,
     INTEGRATOR_MIDPOINT,
     SOLVER_BOX,
     SOLVER_CONE,
+    STAT_FORCE_CLIPPED,
     STAT_NONFINITE,
+    STAT_TORQUE_CLIPPED,
     Buffers,
     Settings,
     advance,
@@ -65,10 +67,12 @@ from contactkit.rotations.numba import quat_to_mat as quat_to_mat_nb
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
-STATS = ("contacts", "raw_contacts", "sweeps", "max_sweeps", "unconverged_steps", "min_distance", "corrected_steps")
+STATS = ("contacts", "raw_contacts", "sweeps", "max_sweeps", "unconverged_steps", "min_distance", "corrected_steps",
+         "force_clipped_steps", "torque_clipped_steps")
 """Names of :attr:`EngineWorld.stats` (last control period): contacts of its last step, most contacts found
 before reduction, solver sweeps in all, most sweeps of one step, steps whose solve hit the iteration cap,
-smallest contact gap seen at the start of a step [m] (inf without contacts), steps that projected positions."""
+smallest contact gap seen at the start of a step [m] (inf without contacts), steps that projected positions,
+steps whose impedance force (torque) was clipped to ``max_force`` (``max_torque``)."""
 DIVERGED_MAGNITUDE = 1e10
 """A state component (position [m], quaternion, velocity [m/s, rad/s]) beyond this is diverged: MuJoCo's ``mjMAXVAL``,
 above which MuJoCo flags a bad position or velocity (:mod:`contactkit.mujoco.diverged`)."""
@@ -189,7 +193,7 @@ class EngineWorld:
             damping_pos=np.asarray(d_pos, dtype=np.float64), damping_rot=np.asarray(d_rot, dtype=np.float64),
             max_force=float(c.max_force), max_torque=float(c.max_torque),
             weight=float(tool.mass * GRAVITY) if (c.gravity_compensation and self.params.gravity) else 0.0,
-            command=np.zeros(6),
+            command=np.zeros(6), tcp=np.asarray(c.tcp_offset, dtype=np.float64), has_tcp=c.has_tcp,
         )
         self._buffers = _buffers(self.geometry, self.engine.max_contacts)
         self._state = np.zeros(STATE_SIZE)
@@ -244,28 +248,31 @@ class EngineWorld:
         return BodyState(*body_state(self._state, self.body.com_local))
 
     # ---- stepping ---------------------------------------------------------------------------------
-    def _control(self, command: np.ndarray, mode: ActionMode) -> Control:
-        """The kernel's :class:`Control` of one period: the impedance target of a pose delta (the rule of
-        :func:`contactkit.control.impedance.pose_target`), or the commanded wrench."""
+    def _control(self, command: np.ndarray, mode: ActionMode) -> tuple[Control, frozenset[str]]:
+        """The kernel's :class:`Control` of one period: the TCP's impedance target of a pose command (the rule of
+        :func:`contactkit.control.impedance.command_target`), or the commanded wrench; and the step limits that
+        bound (``max_pos_step``, ``max_rot_step``)."""
         c = self.scene.controller
-        if mode is ActionMode.POSE_DELTA:
-            target_pos, target_quat = pose_delta_target(self._state, self.body.com_local, command,
-                                                        float(c.max_pos_step), float(c.max_rot_step))
-            return self._template._replace(pose_mode=True, target_pos=target_pos, target_quat=target_quat)
-        return self._template._replace(pose_mode=False, command=command)
+        if mode in POSE_MODES:
+            target_pos, target_quat, pos_clipped, rot_clipped = pose_command_target(
+                self._state, self.body.com_local, command, mode is ActionMode.POSE_TARGET, self._template.tcp,
+                self._template.has_tcp, float(c.max_pos_step), float(c.max_rot_step))
+            clipped = frozenset(n for n, hit in (("max_pos_step", pos_clipped), ("max_rot_step", rot_clipped)) if hit)
+            return self._template._replace(pose_mode=True, target_pos=target_pos, target_quat=target_quat), clipped
+        return self._template._replace(pose_mode=False, command=command), frozenset()
 
     def step(self, command, mode: ActionMode) -> StepResult:
         """Advance one control step (``control_dt = timestep · n_substeps`` of simulated time).
 
         Args:
             command: ``(6,)`` action: a world wrench about the tool origin (``WRENCH``, added to the gravity
-                compensation) or a pose-target displacement (``POSE_DELTA``, see
-                :func:`contactkit.control.impedance.pose_target`).
+                compensation), a pose-target displacement (``POSE_DELTA``) or an absolute target of the tool centre
+                point (``POSE_TARGET``), see :func:`contactkit.control.impedance.command_target`.
             mode: how to read ``command``.
 
         Returns:
             :class:`~contactkit.mujoco.world.StepResult`: new state, mean F/T reading (sensor frame),
-            mean applied wrench (world, about the tool origin).
+            mean applied wrench (world, about the tool origin), the controller limits that bound (``clipped``).
 
         Raises:
             InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
@@ -284,8 +291,10 @@ class EngineWorld:
             mode = ActionMode(mode)
         except ValueError:
             raise InvalidInputError(f"unknown action mode {mode!r}; valid: {[m.value for m in ActionMode]}") from None
-        self.limits.check(command, mode, "EngineWorld.step")
-        control = self._control(command, mode)
+        origin, rot = self._origin_pose(self._state)
+        tcp = origin + rot @ self.scene.controller.tcp_offset if self.scene.controller.has_tcp else origin
+        self.limits.check(command, mode, "EngineWorld.step", tcp)
+        control, clipped = self._control(command, mode)
         before = self._state.copy()
         try:
             advance(self.geometry, self.body, control, self.settings, self._buffers, self._state, self._reading,
@@ -305,7 +314,9 @@ class EngineWorld:
                         "the world is left as it was before the step")
         self.steps += 1
         reading = add_sensor_errors(self._reading, self.params.ft_bias, self.params.ft_noise_std, self.rng)
-        return StepResult(self.state(), reading, self._applied.copy())
+        stats = self._buffers.stats
+        clipped |= {n for n, i in (("max_force", STAT_FORCE_CLIPPED), ("max_torque", STAT_TORQUE_CLIPPED)) if stats[i]}
+        return StepResult(self.state(), reading, self._applied.copy(), frozenset(clipped))
 
     def _divergence(self) -> str | None:
         """Why the state after a step cannot be trusted (non-finite, or beyond :data:`DIVERGED_MAGNITUDE`), or None."""

@@ -31,7 +31,8 @@ SENSOR_QUAT = "ft_sensor_quat"
 SENSOR_SITE = "ft_sensor"
 """Name of the site at the F/T sensor frame."""
 ORIGIN_SITE = "tool_origin"
-"""Site at the tool frame origin, where the impedance controller acts."""
+"""Site at the tool centre point (``ImpedanceGains.tcp_offset``; the tool frame origin by default), where the
+impedance controller acts."""
 TARGET_POS_BODY = "target_pos"
 """Mocap body whose position is the impedance position target (orientation fixed to the world's)."""
 TARGET_ROT_BODY = "target_rot"
@@ -59,7 +60,7 @@ def tool_geom_name(i: int) -> str:
 def _actuators(scene: Scene, params: WorldParams) -> str:
     """Six site actuators forming the Cartesian impedance law in C (robosuite-style OSC without the arm).
 
-    Actuator i (translation, i < 3) pushes the tool origin along world axis i with
+    Actuator i (translation, i < 3) pushes the tool centre point (:data:`ORIGIN_SITE`) along world axis i with
     ``k_i (target_i − p_i) − d_i v_i`` clamped to ``±max_force``; actuators 3..5 do the same for the
     rotation error about the axes of the orientation target, clamped to ``±max_torque``.
     """
@@ -150,14 +151,17 @@ def _tool_bodies(scene: Scene, params: WorldParams, geom_common: str, assets: li
              + "".join(geoms)
              + f'<site name="{SENSOR_SITE}" pos="{_nums(sensor_pos)}" quat="{_nums(sensor_quat)}"/>')
     pose = f'pos="{_nums(tool.init_pos)}" quat="{_nums(tool.init_quat)}"'
+    gains = scene.controller
+    at = f' pos="{_nums(gains.tcp_offset)}"' if gains.has_tcp else ""
+    tcp = f'<site name="{ORIGIN_SITE}"{at}/>'
     if params.compliant:
         body = (f'<body name="{FLANGE_BODY}" {pose}><freejoint name="tool_free"/>'
                 f'<inertial pos="{_nums(tool.com)}" mass="{float(params.compliance_mass)!r}" '
-                f'diaginertia="{_nums([FLANGE_INERTIA] * 3)}"/><site name="{ORIGIN_SITE}"/>'
+                f'diaginertia="{_nums([FLANGE_INERTIA] * 3)}"/>{tcp}'
                 f'<body name="{TOOL_BODY}">{_compliance_joints(tool, params)}{inner}</body></body>')
     else:
         body = (f'<body name="{TOOL_BODY}" {pose}><freejoint name="tool_free"/>{inner}'
-                f'<site name="{ORIGIN_SITE}"/></body>')
+                f'{tcp}</body>')
     return (body
             + f'<body name="{TARGET_POS_BODY}" mocap="true" pos="{_nums(tool.init_pos)}">'
             f'<site name="{TARGET_POS_BODY}"/></body>'

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from contactkit.control.impedance import pose_target
+from contactkit.control.impedance import POSE_MODES, command_target
 from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.model import ActionMode
 from contactkit.mujoco.diverged import TIME_TOL_STEPS, UNTRUSTED_WARNINGS, captured_warnings, clear_warnings
@@ -32,8 +32,14 @@ class MujocoContactModel:
     Args:
         scene: static description.
         params: physics parameters.
-        action_mode: how actions are read (``POSE_DELTA`` through the impedance controller, or ``WRENCH``).
+        action_mode: how actions are read (``POSE_DELTA`` or ``POSE_TARGET`` through the impedance controller, or
+            ``WRENCH``).
         n_threads: MuJoCo rollout threads (0: run in the calling thread).
+
+    Attributes:
+        last_clipped: ``(B,)`` bool, flat over the last step's batch: whether that element's pose target was clipped
+            to ``max_pos_step`` / ``max_rot_step`` (:func:`contactkit.control.impedance.command_target`; all False in
+            ``WRENCH`` mode), for a caller that reports clipped commands (:mod:`contactkit.control.clipping`).
     """
 
     history = 1
@@ -51,6 +57,7 @@ class MujocoContactModel:
         self.control_dt = self.params.control_dt
         self._rollout = rollout.Rollout(nthread=n_threads)
         self._datas = [mujoco.MjData(self.world.model) for _ in range(max(1, n_threads))]
+        self.last_clipped = np.zeros(0, dtype=bool)
 
     def step(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray]:
         """One control step for every batch element (see :class:`~contactkit.model.ContactModel`)."""
@@ -108,8 +115,10 @@ class MujocoContactModel:
         feedforward = np.zeros((b, 6))
         feedforward[:, 2] = w._weight
         tpos, tquat = flat.pos, flat.quat
-        if self.action_mode is ActionMode.POSE_DELTA:
-            tpos, tquat = pose_target(flat.pos, flat.quat, action, self.scene.controller)
+        self.last_clipped = np.zeros(b, dtype=bool)
+        if self.action_mode in POSE_MODES:
+            target = command_target(flat.pos, flat.quat, action, self.scene.controller, self.action_mode)
+            tpos, tquat, self.last_clipped = target.pos, target.quat, target.pos_clipped | target.rot_clipped
             m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         else:
             feedforward += action

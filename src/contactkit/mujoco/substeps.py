@@ -45,34 +45,70 @@ def _rotation_error(target: np.ndarray, q: np.ndarray) -> np.ndarray:
     return product_rotvec(target[0], -target[1], -target[2], -target[3], q[0] / n, q[1] / n, q[2] / n, q[3] / n)
 
 
-@njit(cache=True)
+CLIP_FORCE, CLIP_TORQUE = 1, 2
+"""Bits of the clip report of :func:`summarise_substeps`: some sub-step's force (torque) actuator hit its range."""
+NO_TCP = np.zeros(3)
+
+
 def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stiffness, damping, limits,
-                       implicit, pose_mode, sensor_pos, sensor_rot, feedforward, rows, site_pose):
-    """Mean F/T reading and mean applied wrench of one control step.
+                       implicit, pose_mode, sensor_pos, sensor_rot, feedforward, rows, site_pose, tcp=NO_TCP):
+    """Mean F/T reading and mean applied wrench of one control step, and which actuator limits bound.
 
     Args:
         states: ``(n, nstate)`` MuJoCo FULLPHYSICS states after each sub-step; qpos starts at ``q0``.
         sensors: ``(n, ≥9)`` net contact sensor rows (force the tool exerts, world; torque about the
             centroid; centroid), evaluated at the states.
         start: ``(13,)`` tool qpos (7) and qvel (6) before the first sub-step (angular velocity in the body frame).
-        target_pos, target_quat: impedance targets (mocap bodies) ``(3,)``, ``(4,)``.
+        target_pos, target_quat: impedance targets of the tool centre point (mocap bodies) ``(3,)``, ``(4,)``.
         stiffness, damping, limits: ``(6,)`` per actuator (translation x, y, z, rotation about the target's axes).
         implicit: MuJoCo integrates the actuators' velocity terms implicitly (not ``Euler``).
-        pose_mode: whether the impedance actuators act (``POSE_DELTA``); otherwise only ``feedforward``.
+        pose_mode: whether the impedance actuators act (a pose mode); otherwise only ``feedforward``.
         sensor_pos, sensor_rot: sensor frame in the tool frame (the real, mounted one).
         feedforward: ``(6,)`` constant wrench about the tool origin (gravity compensation [+ command]).
         rows: ``(n, 6)`` output: the reading after each sub-step (sensor frame), for the sensor's filter.
         site_pose: take the sensor frame's world pose from ``sensors[k, 9:12]`` (position) and ``[12:16]``
             (quaternion), the frame sensors of a compliant tool (whose pose is not the driven body's ``qpos``).
+        tcp: ``(3,)`` the actuators' site in the driven body's frame [m] (``ImpedanceGains.tcp_offset``).
 
     Returns:
-        ``(reading (6,), applied (6,))``: the contact wrench on the tool in the sensor frame about the
+        ``(reading (6,), applied (6,), clipped)``: the contact wrench on the tool in the sensor frame about the
         sensor origin, and the wrench the controller applied in the world frame about the tool origin,
-        both averaged over the sub-steps.
+        both averaged over the sub-steps; ``clipped``: :data:`CLIP_FORCE` | :data:`CLIP_TORQUE` bits.
     """
+    tcp = np.asarray(tcp, dtype=np.float64)
+    return _summarise(states, sensors, q0, start, target_pos, target_quat, stiffness, damping, limits, implicit,
+                      pose_mode, sensor_pos, sensor_rot, feedforward, rows, site_pose, tcp, bool(np.any(tcp != 0.0)))
+
+
+@njit(cache=True)
+def _pose_terms(pos_k, rot_k, bodyw_k, lin_k, lin1, bodyw1, target_pos, r_target, tcp, has_tcp):
+    """Actuator lengths (translation only: the caller writes the rotation error), velocities before and after one
+    sub-step ``(6,)`` each (implicit damping reads the second at the first's Jacobian), and the site's lever
+    ``R tcp`` ``(3,)`` [m, world]."""
+    length, vel, vel_next, lever = np.empty(6), np.empty(6), np.empty(6), np.zeros(3)
+    w_k, w_1 = rot_k @ bodyw_k, rot_k @ bodyw1
+    if has_tcp:
+        lever = rot_k @ tcp
+        length[0:3] = pos_k + lever - target_pos
+        vel[0:3] = lin_k + _cross(w_k, lever)
+        vel_next[0:3] = lin1 + _cross(w_1, lever)
+    else:
+        length[0:3] = pos_k - target_pos
+        vel[0:3] = lin_k
+        vel_next[0:3] = lin1
+    vel[3:6] = r_target.T @ w_k
+    vel_next[3:6] = r_target.T @ w_1
+    return length, vel, vel_next, lever
+
+
+@njit(cache=True)
+def _summarise(states, sensors, q0, start, target_pos, target_quat, stiffness, damping, limits,
+               implicit, pose_mode, sensor_pos, sensor_rot, feedforward, rows, site_pose, tcp, has_tcp):
+    """:func:`summarise_substeps` compiled (``has_tcp``: ``tcp`` is not zero)."""
     n = states.shape[0]
     reading = np.zeros(6)
     applied = np.zeros(6)
+    clipped = 0
     r_target = _quat_mat(target_quat)
     pos_k, quat_k = start[0:3].copy(), start[3:7].copy()
     lin_k, bodyw_k = start[7:10].copy(), start[10:13].copy()
@@ -95,25 +131,23 @@ def summarise_substeps(states, sensors, q0, start, target_pos, target_quat, stif
         reading += rows[k]
         applied += feedforward
         if pose_mode:
-            length = np.empty(6)
-            vel = np.empty(6)
-            vel_next = np.empty(6)
-            length[0:3] = pos_k - target_pos
+            length, vel, vel_next, lever = _pose_terms(pos_k, rot_k, bodyw_k, lin_k, lin1, bodyw1, target_pos,
+                                                       r_target, tcp, has_tcp)
             length[3:6] = _rotation_error(target_quat, quat_k)
-            vel[0:3] = lin_k
-            vel_next[0:3] = lin1
-            vel[3:6] = r_target.T @ (rot_k @ bodyw_k)
-            vel_next[3:6] = r_target.T @ (rot_k @ bodyw1)
             act = np.empty(6)
             for i in range(6):
                 raw = -stiffness[i] * length[i] - damping[i] * vel[i]
                 act[i] = min(max(raw, -limits[i]), limits[i])
+                if abs(raw) > limits[i]:
+                    clipped |= CLIP_FORCE if i < 3 else CLIP_TORQUE
                 if implicit and abs(raw) <= limits[i]:
                     act[i] -= damping[i] * (vel_next[i] - vel[i])
             applied[0:3] += act[0:3]
             applied[3:6] += r_target @ act[3:6]
+            if has_tcp:
+                applied[3:6] += _cross(lever, act[0:3])
         pos_k, quat_k, lin_k, bodyw_k, rot_k = pos1, quat1, lin1, bodyw1, rot1
-    return reading / n, applied / n
+    return reading / n, applied / n, clipped
 
 
 @njit(cache=True)

@@ -22,7 +22,7 @@ from mujoco import rollout
 
 from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.collision.workspace import leaves_workspace
-from contactkit.control.impedance import pose_target
+from contactkit.control.impedance import POSE_MODES, command_target, tcp_position
 from contactkit.control.stability import check_timestep
 from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, StepResult
@@ -37,7 +37,7 @@ from contactkit.mujoco.mjcf import (
     scene_to_mjcf,
 )
 from contactkit.mujoco.realcell import CommandDelay, Issued, check_compliance, filter_gain
-from contactkit.mujoco.substeps import low_pass, summarise_substeps
+from contactkit.mujoco.substeps import CLIP_FORCE, CLIP_TORQUE, low_pass, summarise_substeps
 from contactkit.physics import WorldParams
 from contactkit.rotations import cross, quat_to_mat
 from contactkit.scene import Scene
@@ -176,8 +176,9 @@ class MujocoWorld:
         d.qpos[3:7] = state.quat
         d.qvel[0:3] = state.lin_vel
         d.qvel[3:6] = quat_to_mat(state.quat).T @ state.ang_vel
-        d.mocap_pos[self._mocap_pos] = state.pos
-        d.mocap_pos[self._mocap_rot] = state.pos
+        tcp = tcp_position(np.asarray(state.pos, dtype=np.float64), state.quat, self.scene.controller)
+        d.mocap_pos[self._mocap_pos] = tcp
+        d.mocap_pos[self._mocap_rot] = tcp
         d.mocap_quat[self._mocap_rot] = state.quat
         d.qpos[self._compliance_q] = 0.0
         d.qvel[6:] = 0.0
@@ -204,11 +205,13 @@ class MujocoWorld:
         d, m = self.data, self.model
         pos, quat = d.qpos[0:3].copy(), d.qpos[3:7] / np.linalg.norm(d.qpos[3:7])
         feedforward = np.array([0.0, 0.0, self._weight, 0.0, 0.0, 0.0])
-        if mode is ActionMode.POSE_DELTA:
-            tpos, tquat = pose_target(pos, quat, command, self.scene.controller)
-            d.mocap_pos[self._mocap_pos] = tpos
-            d.mocap_pos[self._mocap_rot] = tpos
-            d.mocap_quat[self._mocap_rot] = tquat
+        self._clipped = frozenset()
+        if mode in POSE_MODES:
+            target = command_target(pos, quat, command, self.scene.controller, mode)
+            self._clipped = target.clipped()
+            d.mocap_pos[self._mocap_pos] = target.pos
+            d.mocap_pos[self._mocap_rot] = target.pos
+            d.mocap_quat[self._mocap_rot] = target.quat
             m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
         else:
             feedforward = feedforward + command
@@ -231,12 +234,13 @@ class MujocoWorld:
 
         Args:
             command: ``(6,)`` action: a world wrench about the tool origin (``WRENCH``, added to the
-                gravity compensation) or a pose-target displacement (``POSE_DELTA``, see
-                :func:`contactkit.control.impedance.pose_target`).
+                gravity compensation), a pose-target displacement (``POSE_DELTA``) or an absolute target of the tool
+                centre point (``POSE_TARGET``), see :func:`contactkit.control.impedance.command_target`.
             mode: how to read ``command``.
 
         Returns:
-            :class:`StepResult`: new state, mean F/T reading (sensor frame), mean applied wrench (world).
+            :class:`StepResult`: new state, mean F/T reading (sensor frame), mean applied wrench (world), and the
+            controller limits that bound (``clipped``).
 
         Raises:
             InvalidInputError: a command that is not 6 finite numbers or exceeds the scene's command limits
@@ -254,8 +258,8 @@ class MujocoWorld:
             mode = ActionMode(mode)
         except ValueError:
             raise InvalidInputError(f"unknown action mode {mode!r}; valid: {[m.value for m in ActionMode]}") from None
-        self.limits.check(command, mode, "MujocoWorld.step")
         m, d = self.model, self.data
+        self.limits.check(command, mode, "MujocoWorld.step", self._tcp())
         mujoco.mj_getState(m, d, self._backup, BACKUP_SPEC)
         pos0, rot0 = d.xpos[self._body].copy(), d.xmat[self._body].reshape(3, 3).copy()
         self._set_inputs(command, mode)
@@ -323,14 +327,17 @@ class MujocoWorld:
             states = np.concatenate([states[:, :1 + 7], states[:, 1 + nq:1 + nq + 6]], axis=1)
         rows = np.empty((n, 6))
         reading, applied = np.zeros(6), np.zeros(6)
-        pose_mode = mode is ActionMode.POSE_DELTA
+        pose_mode, clipped = mode in POSE_MODES, 0
+        tcp = self.scene.controller.tcp_offset
         bounds = [first for first, _ in segments] + [n]
         for (first, issued), end in zip(segments, bounds[1:], strict=True):
             start = self._start if first == 0 else states[first - 1, self._qpos_at:self._qpos_at + 13]
-            seg_reading, seg_applied = summarise_substeps(
+            seg_reading, seg_applied, seg_clipped = summarise_substeps(
                 states[first:end], sensors[first:end], self._qpos_at, start, issued.target_pos, issued.target_quat,
                 self._act_stiffness, self._act_damping, self._act_limits, self.params.integrator != "Euler",
-                pose_mode, self._sensor_pos, self._sensor_rot, issued.feedforward, rows[first:end], self._compliant)
+                pose_mode, self._sensor_pos, self._sensor_rot, issued.feedforward, rows[first:end], self._compliant,
+                tcp)
+            clipped |= seg_clipped
             if len(segments) == 1:
                 reading, applied = seg_reading, seg_applied
             else:
@@ -341,7 +348,14 @@ class MujocoWorld:
         reading = reading + np.asarray(self.params.ft_bias)
         if any(self.params.ft_noise_std):
             reading = reading + self.rng.normal(0.0, self.params.ft_noise_std)
-        return StepResult(self.state(), reading, applied)
+        wrench_clipped = {name for bit, name in ((CLIP_FORCE, "max_force"), (CLIP_TORQUE, "max_torque"))
+                          if clipped & bit}
+        return StepResult(self.state(), reading, applied, self._clipped | wrench_clipped)
+
+    def _tcp(self) -> np.ndarray:
+        """World position ``(3,)`` [m] of the driven body's tool centre point (where the controller's spring acts)."""
+        d = self.data
+        return tcp_position(d.qpos[0:3].copy(), d.qpos[3:7] / np.linalg.norm(d.qpos[3:7]), self.scene.controller)
 
     # ---- hidden state -----------------------------------------------------------------------------
     def snapshot(self) -> WorldSnapshot:

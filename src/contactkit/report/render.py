@@ -306,8 +306,8 @@ state ``HISTORY - 1``, and the prediction's panel shows the recording until then
 
 def predicted_episode(episode: Episode, model, action_mode) -> Episode:
     """A contact model's open-loop prediction of ``episode`` from its first :data:`HISTORY` states, driven by the
-    recorded commands (pose deltas) or applied wrenches (per ``action_mode``), as an Episode of the same length
-    (states before the rollout's start and the first readings are the recording's).
+    recorded commands (pose deltas or targets) or applied wrenches (per ``action_mode``), as an Episode of the same
+    length (states before the rollout's start and the first readings are the recording's).
 
     Args:
         episode: the recording (``T + 1`` states, ``T`` readings).
@@ -323,7 +323,7 @@ def predicted_episode(episode: Episode, model, action_mode) -> Episode:
     if episode.n_steps <= t0:
         raise InvalidInputError(f"an episode of {episode.n_steps} steps is too short to predict (needs > {t0})")
     states = episode.states().as_array()
-    inputs = episode.command if ActionMode(action_mode) is ActionMode.POSE_DELTA else episode.action
+    inputs = episode.action if ActionMode(action_mode) is ActionMode.WRENCH else episode.command
     pred, wrench = rollout(model, BodyState.from_array(states[None, :t0 + 1]), inputs[None, t0:])
     full = np.concatenate([states[:t0 + 1], pred.as_array()[0]])
     return dataclasses.replace(episode, pos=full[:, 0:3], quat=full[:, 3:7], lin_vel=full[:, 7:10],

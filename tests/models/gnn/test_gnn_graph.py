@@ -226,3 +226,8 @@ def test_build_graphs_equals_batching_single_graphs(arrays):
         assert fast.num_graphs == slow.num_graphs == len(items)
     with pytest.raises(InvalidInputError, match="at least one"):
         build_graphs(arrays, [], ACT)
+
+
+def test_a_graph_model_refuses_absolute_pose_targets_by_name():
+    with pytest.raises(InvalidInputError, match="do not take 'pose-target' actions"):
+        GraphConfig(action_mode=ActionMode.POSE_TARGET)

@@ -139,3 +139,12 @@ def test_a_turned_off_correction_keeps_the_engine_warm_start(residual_logs):
     ref_states, ref_wrenches = rollout(alone, start, ep.commands[None, t:t + 6])
     np.testing.assert_array_equal(states.as_array(), ref_states.as_array())
     np.testing.assert_array_equal(wrenches, ref_wrenches)
+
+
+def test_the_residual_refuses_absolute_pose_targets_by_name():
+    from contactkit.errors import InvalidInputError
+    from contactkit.tasks import peg_in_hole
+
+    backbone = make_backbone("mujoco", peg_in_hole(), load_world("nominal"), ActionMode.POSE_TARGET)
+    with pytest.raises(InvalidInputError, match="does not take 'pose-target' actions"):
+        ResidualContactModel(_net(0.0), backbone, peg_in_hole())

@@ -120,6 +120,10 @@ class GraphConfig:
     def __post_init__(self):
         object.__setattr__(self, "variant", ModelVariant(self.variant))
         object.__setattr__(self, "action_mode", ActionMode(self.action_mode))
+        if self.action_mode is ActionMode.POSE_TARGET:
+            raise InvalidInputError(f"GraphConfig.action_mode: Act-FIGNet / FIGNet+ do not take "
+                                    f"{ActionMode.POSE_TARGET.value!r} actions (absolute pose targets); train on "
+                                    f"{ActionMode.POSE_DELTA.value!r} or {ActionMode.WRENCH.value!r} data")
         if not (isinstance(self.history, int) and self.history >= 2):
             raise InvalidInputError(f"GraphConfig.history must be an integer >= 2, got {self.history!r}")
         if not (np.isfinite(self.collision_radius) and self.collision_radius > 0):

@@ -102,6 +102,9 @@ class ResidualContactModel:
                  inference_threads: int | None = INFERENCE_THREADS):
         self.net, self.backbone, self.scene, self.gated = net, backbone, scene, gated
         self.inference_threads = inference_threads
+        if ActionMode(backbone.action_mode) is ActionMode.POSE_TARGET:  # its features read commands as deltas
+            raise InvalidInputError(f"ResidualContactModel does not take {ActionMode.POSE_TARGET.value!r} actions "
+                                    f"(absolute pose targets); give it a {ActionMode.POSE_DELTA.value!r} backbone")
         self.action_mode = backbone.action_mode
         self.control_dt = backbone.control_dt
         self.last_gate = np.ones(0)
