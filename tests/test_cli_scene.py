@@ -267,3 +267,28 @@ def test_scene_peg_refuses_bad_gains_and_angles_in_one_line(argv, message, tmp_p
     r = CliRunner().invoke(app, ["scene", "peg", "--out", str(out), *argv])
     assert r.exit_code == 2 and r.output.strip() == f"error: {message}", r.output
     assert not out.exists()
+
+
+def test_scene_peg_takes_a_real_cells_tcp_damping_values_and_step_limits(tmp_path):
+    """Issue 31 part 3: the TCP offset, damping as values and the pose-step limits land in the scene's controller."""
+    from contactkit.scene import load_scene
+
+    out = tmp_path / "cell.json"
+    _ok(CliRunner(), ["scene", "peg", "--out", str(out), "--tcp-offset", "0,0,0.12", "--damping-pos", "30",
+                      "--damping-rot", "0.4", "--max-pos-step", "0.08", "--max-rot-step", "0.5"])
+    c = load_scene(out).controller
+    assert c.tcp_offset.tolist() == [0.0, 0.0, 0.12] and c.damping_pos.tolist() == [30.0] * 3
+    assert c.damping_rot.tolist() == [0.4] * 3 and (c.max_pos_step, c.max_rot_step) == (0.08, 0.5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tcp-offset", "0,0"], "--tcp-offset must be three numbers 'x,y,z', got '0,0'"),
+    (["--tcp-offset", "0,0,inf"], "--tcp-offset must be finite, got '0,0,inf'"),
+    (["--damping-pos", "30"], "controller.damping_pos is given without controller.damping_rot"),
+    (["--damping-pos", "30", "--damping-rot", "1", "--damping-ratio", "0.7"], "are exclusive"),
+])
+def test_scene_peg_refuses_a_bad_controller_in_one_line(argv, message, tmp_path):
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(app, ["scene", "peg", "--out", str(out), *argv])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not out.exists()

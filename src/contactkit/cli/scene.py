@@ -38,15 +38,24 @@ def _write(scene, out: Path) -> None:
 
 def _pair(text: str | None, option: str) -> tuple[float, float] | None:
     """``"x,y"`` as two finite floats (None when not given)."""
+    return _floats(text, option, "x,y")
+
+
+def _floats(text: str | None, option: str, form: str) -> tuple[float, ...] | None:
+    """``text`` in the comma-separated ``form`` (``"x,y"``, ``"x,y,z"``) as finite floats (None when not given)."""
     if text is None:
         return None
+    words = {2: "two", 3: "three"}
+    n = form.count(",") + 1
     try:
-        x, y = (float(t) for t in text.split(","))
+        values = tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise InvalidInputError(f"{option} must be two numbers 'x,y', got {text!r}") from None
-    if not (math.isfinite(x) and math.isfinite(y)):
+        values = ()
+    if len(values) != n:
+        raise InvalidInputError(f"{option} must be {words[n]} numbers '{form}', got {text!r}")
+    if not all(math.isfinite(v) for v in values):
         raise InvalidInputError(f"{option} must be finite, got {text!r}")
-    return x, y
+    return values
 
 
 @scene_app.command("mesh")
@@ -122,9 +131,10 @@ def _yaw(deg: float) -> float:
     return math.radians(deg) if deg else 0.0
 
 
-def _controller(gains: dict):
+def _controller(gains: dict, tcp: str | None = None):
     """:class:`~contactkit.scene.ImpedanceGains` with the given (not None) values replacing the defaults; a
-    stiffness applies to every axis. InvalidInputError naming the option when one is not finite or negative."""
+    stiffness or damping value applies to every axis; ``tcp`` is ``--tcp-offset`` ``"x,y,z"`` [m, tool frame].
+    InvalidInputError naming the option when one is not finite or negative (or the gains refuse the mix)."""
     import numpy as np
 
     from contactkit.scene import ImpedanceGains
@@ -133,9 +143,11 @@ def _controller(gains: dict):
     for name, value in given.items():
         if not (math.isfinite(value) and value >= 0):
             raise InvalidInputError(f"--{name.replace('_', '-')} must be finite and >= 0, got {value}")
-    for name in ("stiffness_pos", "stiffness_rot"):
+    for name in ("stiffness_pos", "stiffness_rot", "damping_pos", "damping_rot"):
         if name in given:
             given[name] = np.full(3, float(given[name]))
+    if tcp is not None:
+        given["tcp_offset"] = np.array(_floats(tcp, "--tcp-offset", "x,y,z"))
     return ImpedanceGains(**given) if given else None
 
 
@@ -171,6 +183,19 @@ def parametric_peg(
     damping_ratio: Annotated[float | None, typer.Option(help="controller's damping ratio (default 1)")] = None,
     max_force: Annotated[float | None, typer.Option(help="controller's force limit [N] (default 40)")] = None,
     max_torque: Annotated[float | None, typer.Option(help="controller's torque limit [N m] (default 2)")] = None,
+    damping_pos: Annotated[float | None, typer.Option(
+        help="controller's translational damping, every axis [N s/m] (instead of --damping-ratio; with "
+             "--damping-rot)")] = None,
+    damping_rot: Annotated[float | None, typer.Option(
+        help="controller's rotational damping, every axis [N m s/rad] (with --damping-pos)")] = None,
+    max_pos_step: Annotated[float | None, typer.Option(
+        help="farthest pose target from the tool centre point [m] (default 0.03; farther ones are clipped and "
+             "reported)")] = None,
+    max_rot_step: Annotated[float | None, typer.Option(
+        help="largest turn of the orientation target from the tool [rad] (default 0.3)")] = None,
+    tcp_offset: Annotated[str | None, typer.Option(
+        help="x,y,z the tool centre point the controller's spring acts on, tool frame [m] (default 0,0,0: the "
+             "tool origin)")] = None,
 ) -> None:
     """A parametric peg-in-hole scene: a regular-polygon or circular peg above its slot, chamfers optional, turned
     by --yaw-deg, with the impedance controller's gains of your cell."""
@@ -179,13 +204,15 @@ def parametric_peg(
     try:
         check_outputs((out, "--out", False))
         gains = {"stiffness_pos": stiffness_pos, "stiffness_rot": stiffness_rot, "damping_ratio": damping_ratio,
-                 "max_force": max_force, "max_torque": max_torque}
+                 "max_force": max_force, "max_torque": max_torque, "damping_pos": damping_pos,
+                 "damping_rot": damping_rot, "max_pos_step": max_pos_step, "max_rot_step": max_rot_step}
         scene = peg_in_hole(shape, clearance, size=size, length=length, depth=depth, slot_shape=slot_shape,
                             chamfer=chamfer, chamfer_angle=_angle(chamfer_angle, "--chamfer-angle-deg"),
                             slot_chamfer=slot_chamfer,
                             slot_chamfer_angle=_angle(slot_chamfer_angle, "--slot-chamfer-angle-deg"),
                             circle_segments=circle_segments, tool_mass=tool_mass, friction=friction,
-                            start_height=start_height, yaw=_yaw(yaw), controller=_controller(gains))
+                            start_height=start_height, yaw=_yaw(yaw),
+                            controller=_controller(gains, tcp_offset))
         _write(scene, out)
     except ContactkitError as exc:
         fail(exc)
