@@ -1,5 +1,6 @@
 """Control: the impedance controller, scripted policies, iCEM MPC and the force-minimising QP."""
 
+from contactkit.control.clipping import ClipTally, CommandsClipped
 from contactkit.control.force_distribution import (
     DistributionStatus,
     ForceDistribution,
@@ -32,7 +33,6 @@ from contactkit.control.icr import (
     icr_trajectory,
     profile_progress,
 )
-from contactkit.control.clipping import ClipTally, CommandsClipped
 from contactkit.control.impedance import command_target, damping_gains, impedance_wrench, pose_target, tcp_position
 from contactkit.control.mpc import ActionScale, MPCAgent, MPCConfig, MPCState, make_objective, mpc_reset, mpc_step
 from contactkit.control.policies import (
