@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 from contactkit.calibration import CalibrationBudget, calibrate, from_unit, param_names, to_unit
+from contactkit.calibration.realcell import MODE_CAP_HZ, REALCELL
 from contactkit.calibration.space import PAPER_CONTACT, PAPER_FREE, PARAMS, current
 from contactkit.data.collect import CollectSpec, collect
 from contactkit.data.logged import load_logged
 from contactkit.errors import InvalidInputError
+from contactkit.mujoco.realcell import compliance_modes
+from contactkit.mujoco.world import MujocoWorld
 from contactkit.physics import load_world
 from contactkit.tasks import peg_in_hole
 
@@ -76,3 +79,57 @@ def test_a_world_with_unmodelled_effects_is_refused_as_start(heavy_logs):
     with pytest.raises(InvalidInputError, match="command_latency"):
         calibrate(fit.episodes, fit.episodes, load_world("target"), (("tool_mass",), ("tool_mass",)),
                   fit.action_mode, CalibrationBudget(), np.random.default_rng(0))
+
+
+def test_the_full_set_adds_the_real_cell_fields_in_both_stages():
+    free, contact = param_names("full")
+    assert set(REALCELL) <= set(free) and set(REALCELL) <= set(contact) and set(PAPER_CONTACT) <= set(contact)
+
+
+def test_real_cell_values_give_a_world_mujoco_integrates_and_map_back():
+    """A real cell in the lower third of every range (no mode reaches the cap): the physics step is shortened for
+    the coupling (control period kept), the latency is whole sub-steps within half a sub-step of the value, and the
+    values map back (the latency to its rounding)."""
+    nominal = load_world("nominal")
+    u = np.full(len(REALCELL), 0.3)
+    world = from_unit(nominal, SCENE, REALCELL, u)
+    assert compliance_modes(SCENE, world).max() / (2 * np.pi) < MODE_CAP_HZ
+    assert world.control_dt == pytest.approx(nominal.control_dt)
+    assert world.timestep < nominal.timestep and world.compliant and world.ft_filter_hz > 0
+    MujocoWorld(SCENE, world)  # refuses a coupling its step cannot integrate
+    values = current(world, SCENE)
+    latency = PARAMS["command_latency_s"].lo + 0.3 * (PARAMS["command_latency_s"].hi - PARAMS["command_latency_s"].lo)
+    assert abs(values["command_latency_s"] - latency) <= 0.5 * world.timestep + 1e-12
+    back = to_unit(world, SCENE, REALCELL)
+    np.testing.assert_allclose(np.delete(back, REALCELL.index("command_latency_s")), 0.3, atol=1e-9)
+
+
+def test_the_stiffest_coupling_is_softened_to_the_mode_cap():
+    world = from_unit(load_world("nominal"), SCENE, REALCELL, np.ones(len(REALCELL)))
+    modes = compliance_modes(SCENE, world) / (2 * np.pi)
+    assert modes.max() == pytest.approx(MODE_CAP_HZ, rel=1e-6)
+    MujocoWorld(SCENE, world)
+
+
+@pytest.fixture(scope="module")
+def late_logs(tmp_path_factory):
+    """Logs of the nominal world whose commands arrive 30 ms late (15 of its 2 ms sub-steps)."""
+    root = tmp_path_factory.mktemp("calibration-late")
+    world = dataclasses.replace(load_world("nominal"), command_latency_substeps=15)
+    paths = {}
+    for name, seed, episodes in (("fit", 31, 2), ("held", 32, 1)):
+        paths[name] = str(root / f"{name}.h5")
+        collect(CollectSpec(policy="random-spline", episodes=episodes, steps=60, seed=seed, world=world), paths[name])
+    return paths
+
+
+def test_calibration_finds_the_latency(late_logs):
+    """Oracle: the replay error is smallest at the logs' latency; the search over the latency alone finds it."""
+    fit, held = load_logged([late_logs["fit"]]), load_logged([late_logs["held"]])
+    budget = CalibrationBudget(coarse=8, local=20, segments=16, horizon=6)
+    names = ("command_latency_s",)
+    result = calibrate(fit.episodes, held.episodes, load_world("nominal"), (names, names), fit.action_mode, budget,
+                       np.random.default_rng(1))
+    assert result.world.command_latency_substeps == pytest.approx(15, abs=1)
+    for kind in result.held_out.values():
+        assert kind["calibrated"]["pos_rmse_m"] < 0.5 * kind["start"]["pos_rmse_m"]

@@ -98,3 +98,28 @@ def test_residual_bar_reads_ratios_calibrated_ood_and_held_out_rows():
     assert got["below_mujoco_calibrated"] is True
     assert got["ood_pos_below_nominal"] == {"spiral": False}
     assert got["held_out"]["nominal"]["not_worse"] is True
+
+
+def test_a_world_calibrated_with_the_real_cell_fields_replays_with_their_state(tmp_path):
+    """``mujoco-calibrated-full``'s world has latency, compliance and a filter: it is evaluated by the stateful
+    replay (a WorldOracle started at rest), where ``mujoco-calibrated``'s world is evaluated statelessly."""
+    from contactkit.eval.prediction_jobs import _predictor
+    from contactkit.mujoco.model import MujocoContactModel
+    from contactkit.mujoco.oracle import HiddenStart, WorldOracle
+    from contactkit.model import ActionMode
+    from contactkit.tasks import peg_in_hole
+
+    sets = exp._eval_sets(TINY)
+    paths = {name: str(tmp_path / f"{name}.h5") for _, name, _ in sets}
+    config = EvalConfig(horizon=TINY.horizon, max_segments=TINY.segments, max_transitions=TINY.transitions)
+    worlds = world_pair(None, None, "prediction-accuracy", default_world=exp.DEFAULT_WORLD)
+    scene = peg_in_hole("hexagon", 1e-3)
+    for name, world, kind, model_type in (("mujoco-calibrated-full", "target", "mujoco-stateful", WorldOracle),
+                                          ("mujoco-calibrated", "nominal", "mujoco", MujocoContactModel)):
+        trained = {"name": name, "kind": "world", "checkpoint": world}  # a preset name: load_world reads either
+        jobs = _jobs_for(trained, sets, paths, config, 0, "cpu", worlds)
+        assert jobs and {j.kind for j in jobs} == {kind}
+        model = _predictor(jobs[0]).make(scene, ActionMode.POSE_DELTA)
+        assert isinstance(model, model_type)
+        if model_type is WorldOracle:
+            assert model.unknown is HiddenStart.AT_REST and model.params.compliant

@@ -8,7 +8,7 @@ import pytest
 
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode, rollout
-from contactkit.mujoco.oracle import WorldOracle
+from contactkit.mujoco.oracle import HiddenStart, WorldOracle
 from contactkit.physics import load_world
 from contactkit.state import BodyState
 from contactkit.tasks.peg_env import PegEnvConfig, PegInsertionEnv
@@ -117,3 +117,20 @@ def test_another_world_cannot_be_followed(target):
     env.reset(seed=1)
     with pytest.raises(InvalidInputError, match="physics"):
         oracle.follow(env.world)
+
+
+def test_at_rest_starts_any_state_as_a_reset_world_would(target):
+    """``unknown=AT_REST``: a state of unknown hidden state starts as a world reset to it (no followed world)."""
+    env, params = target
+    env.reset(seed=6)
+    for _ in range(3):
+        env.world.step(np.array([0.0, 0.0, -0.01, 0.0, 0.0, 0.0]), ActionMode.POSE_DELTA)
+    state = env.world.state()
+    deltas = _deltas(np.random.default_rng(2), 4)
+    model = WorldOracle(env.scene, params, unknown=HiddenStart.AT_REST)
+    states, readings = rollout(model, BodyState.from_array(state.as_array()[None, None]), deltas[None])
+    env.world.reset(state)
+    bias = np.asarray(params.ft_bias)
+    truth = [env.world.step(d, ActionMode.POSE_DELTA) for d in deltas]
+    np.testing.assert_allclose(states.as_array()[0], np.stack([r.state.as_array() for r in truth]), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(readings[0], np.stack([r.wrench for r in truth]) - bias, rtol=0, atol=1e-4)

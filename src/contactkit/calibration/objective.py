@@ -1,12 +1,14 @@
 """How well a world replays logs: short open-loop rollouts of MuJoCo from recorded states under recorded commands.
 
 A segment starts at a recorded state ``s_t0`` and replays the recorded commands for ``K`` steps in a
-:class:`~contactkit.mujoco.model.MujocoContactModel` of the candidate world (noise-free F/T); its errors are the
-tool origin's position [m] and orientation [rad] at every step, and, for the contact stage, the F/T reading against
-the log's *tared* reading (each episode's free-space offset removed, as the residual's labels are). The loss is the
-sum of the mean squared errors, each divided by the square of a scale of the order of the Act-FIGNet paper's
-Table I errors (:data:`POS_SCALE_M`, :data:`ROT_SCALE_RAD`, :data:`FORCE_SCALE_N`, :data:`TORQUE_SCALE_NM`): the
-paper minimises "the MSE between simulated and ground truth trajectories and F/T readings" (App. V-D).
+:class:`~contactkit.mujoco.model.MujocoContactModel` of the candidate world (noise-free F/T; :func:`replay_model`:
+a world with a real cell's hidden state runs in a :class:`~contactkit.mujoco.oracle.WorldOracle` started at
+rest); its errors are the tool origin's position [m] and orientation [rad] at every step, and, for the contact
+stage, the F/T reading against the log's *tared* reading (each episode's free-space offset removed, as the
+residual's labels are). The loss is the sum of the mean squared errors, each divided by the square of a scale of
+the order of the Act-FIGNet paper's Table I errors (:data:`POS_SCALE_M`, :data:`ROT_SCALE_RAD`,
+:data:`FORCE_SCALE_N`, :data:`TORQUE_SCALE_NM`): the paper minimises "the MSE between simulated and ground truth
+trajectories and F/T readings" (App. V-D).
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.errors import SimulationDiverged
-from contactkit.model import ActionMode, rollout
+from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
+from contactkit.model import ActionMode, ContactModel, rollout
 from contactkit.models.residual.transitions import LoggedEpisode
 from contactkit.mujoco.model import MujocoContactModel
+from contactkit.mujoco.oracle import HiddenStart, WorldOracle
 from contactkit.physics import WorldParams
 from contactkit.rotations import quat_angle_between
+from contactkit.scene import Scene
 from contactkit.state import BodyState
 
-__all__ = ["FORCE_SCALE_N", "POS_SCALE_M", "ROT_SCALE_RAD", "TORQUE_SCALE_NM", "FitError", "Segments", "fit_error"]
+__all__ = ["FORCE_SCALE_N", "POS_SCALE_M", "ROT_SCALE_RAD", "TORQUE_SCALE_NM", "FitError", "Segments", "fit_error",
+           "replay_model"]
 
 POS_SCALE_M = 1e-3
 ROT_SCALE_RAD = 1e-2
@@ -70,10 +75,20 @@ DIVERGED = FitError(np.inf, np.inf, np.inf, np.inf, np.inf)
 """The error of a world whose simulation diverged on a segment."""
 
 
+def replay_model(scene: Scene, world: WorldParams, mode: ActionMode) -> ContactModel:
+    """The model that replays logs in ``world``: batched MuJoCo from recorded states, or for a world with a real
+    cell's hidden state (latency, compliance, filter) the :class:`~contactkit.mujoco.oracle.WorldOracle` started
+    at rest from each recorded state (:attr:`~contactkit.mujoco.oracle.HiddenStart.AT_REST`: what the cell carried
+    over into a segment's first step is not in the log)."""
+    if world.unmodelled_effects():
+        return WorldOracle(scene, world, mode, unknown=HiddenStart.AT_REST)
+    return MujocoContactModel(scene, world, mode)
+
+
 def _replay(world: WorldParams, seg: Segments, rows: np.ndarray) -> tuple[np.ndarray, ...]:
     """Squared errors of the ``rows`` (one scene): position, rotation ``(n, K)`` and force, torque ``(n, K)``."""
     eps = seg.episodes
-    model = MujocoContactModel(eps[int(rows[0, 0])].scene, world, seg.mode)
+    model = replay_model(eps[int(rows[0, 0])].scene, world, seg.mode)
     k = seg.horizon
     start = BodyState.from_array(np.stack([eps[e].states[t] for e, t in rows])[:, None])
     commands = np.stack([eps[e].commands[t:t + k] for e, t in rows])
@@ -100,7 +115,7 @@ def fit_error(world: WorldParams, seg: Segments, with_ft: bool) -> FitError:
     try:
         for idx in groups.values():
             parts.append(_replay(world, seg, seg.rows[idx]))
-    except SimulationDiverged:
+    except (SimulationDiverged, ToolTunnelled, InvalidInputError):  # a world MuJoCo cannot run, or that breaks
         return DIVERGED
     pos, rot, force, torque = (float(np.mean(np.concatenate([p[j] for p in parts]))) for j in range(4))
     loss = pos / POS_SCALE_M**2 + rot / ROT_SCALE_RAD**2

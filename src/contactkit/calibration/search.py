@@ -124,8 +124,9 @@ def calibrate(episodes: Sequence[LoggedEpisode], held_out: Sequence[LoggedEpisod
 
     Args:
         episodes: logs to fit; held_out: logs to report the fit on (never fitted).
-        base: the starting world (a world with latency, compliance or a sensor filter is refused: MuJoCo replays
-            from the recorded tool state alone); stages: parameter names per stage (stage 1 may be empty);
+        base: the starting world (a world with latency, compliance or a sensor filter is refused: the contact
+            flags of the segments come from replaying it statelessly; the ``full`` set adds those fields to a
+            world without them); stages: parameter names per stage (stage 1 may be empty);
         mode: what the logs' commands mean; budget: sizes; rng: the segment draw and the Sobol scramble.
         progress: ``progress(stage, done, total)``.
 

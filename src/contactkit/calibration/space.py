@@ -19,6 +19,7 @@ from enum import Enum
 
 import numpy as np
 
+from contactkit.calibration.realcell import REALCELL, realcell_values, with_realcell
 from contactkit.errors import InvalidInputError
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
@@ -51,9 +52,16 @@ PARAMS = {p.name: p for p in (
     ParamSpec("solimp_dmax", 0.8, 0.9999, False),
     ParamSpec("solimp_width", 1e-4, 1e-2, True, unit="m"),
     ParamSpec("friction_scale", 0.5, 2.0, True),
+    ParamSpec("command_latency_s", 0.0, 0.03, False, unit="s"),
+    ParamSpec("compliance_k_lin", 1e4, 1e6, True, unit="N/m"),
+    ParamSpec("compliance_k_rot_xy", 10.0, 1e4, True, unit="N m/rad"),
+    ParamSpec("compliance_k_rot_z", 10.0, 1e4, True, unit="N m/rad"),
+    ParamSpec("compliance_zeta", 0.02, 1.0, True),
+    ParamSpec("ft_filter_hz", 2.0, 1000.0, True, unit="Hz"),
 )}
 """Every parameter :func:`from_unit` can set. The friction scale is not in the paper's sets (its MuJoCo keeps the
-nominal friction); a user may add it with ``--params``."""
+nominal friction); a user may add it with ``--params``. The real-cell fields (:mod:`contactkit.calibration.realcell`,
+where their bounds are sourced) are the ``full`` set's additions."""
 
 
 class ParamSet(str, Enum):
@@ -61,6 +69,8 @@ class ParamSet(str, Enum):
 
     PAPER = "paper"
     PAPER_FRICTION = "paper+friction"
+    FULL = "full"
+    """The paper's sets plus the real-cell fields (latency, flange–tool compliance, sensor filter) in both stages."""
 
 
 PAPER_FREE = ("tool_mass", "inertia_scale", "linear_damping", "angular_damping", "wrist_armature")
@@ -79,12 +89,14 @@ def param_names(spec: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return PAPER_FREE, PAPER_CONTACT
     if spec == ParamSet.PAPER_FRICTION.value:
         return PAPER_FREE, PAPER_CONTACT + ("friction_scale",)
+    if spec == ParamSet.FULL.value:
+        return PAPER_FREE + REALCELL, PAPER_CONTACT + REALCELL
     names = tuple(n.strip() for n in spec.split(",") if n.strip())
     unknown = [n for n in names if n not in PARAMS]
     if unknown or not names:
         raise InvalidInputError(f"--params {spec!r}: unknown {unknown or 'empty list'}; give "
                                 f"{[s.value for s in ParamSet]} or names from {sorted(PARAMS)}")
-    free = tuple(n for n in names if n in PAPER_FREE)
+    free = tuple(n for n in names if n in PAPER_FREE + REALCELL)
     return free, names
 
 
@@ -111,7 +123,8 @@ def current(world: WorldParams, scene: Scene) -> dict[str, float]:
             "linear_damping": world.linear_damping, "angular_damping": world.angular_damping,
             "wrist_armature": world.wrist_armature, "solref_timeconst": world.solref[0],
             "solref_dampratio": world.solref[1], "solimp_dmin": world.solimp[0], "solimp_dmax": world.solimp[1],
-            "solimp_width": world.solimp[2], "friction_scale": world.friction_scale}
+            "solimp_width": world.solimp[2], "friction_scale": world.friction_scale,
+            **realcell_values(world, scene)}
 
 
 def to_unit(world: WorldParams, scene: Scene, names: tuple[str, ...]) -> np.ndarray:
@@ -133,8 +146,9 @@ def from_unit(base: WorldParams, scene: Scene, names: tuple[str, ...], u: np.nda
     inertia_tuple = (inertia[0, 0], inertia[1, 1], inertia[2, 2], inertia[0, 1], inertia[0, 2], inertia[1, 2])
     solimp = (values["solimp_dmin"], max(values["solimp_dmax"], values["solimp_dmin"]), values["solimp_width"],
               *base.solimp[3:])
-    return dataclasses.replace(
+    world = dataclasses.replace(
         base, mass_scale=1.0, tool_mass=values["tool_mass"], tool_inertia=tuple(float(x) for x in inertia_tuple),
         linear_damping=values["linear_damping"], angular_damping=values["angular_damping"],
         wrist_armature=values["wrist_armature"], solref=(values["solref_timeconst"], values["solref_dampratio"]),
         solimp=tuple(float(x) for x in solimp), friction_scale=values["friction_scale"])
+    return with_realcell(world, scene, values) if set(names) & set(REALCELL) else world

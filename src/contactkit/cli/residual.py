@@ -95,7 +95,8 @@ def calibrate(
     world: Annotated[str, typer.Option(help="the starting world: a preset or a JSON file")] = "nominal",
     params: Annotated[str, typer.Option(
         help="'paper' (mass, inertia, damping, armature; then solref/solimp: Act-FIGNet App. V-D), "
-             "'paper+friction', or comma-separated names")] = "paper",
+             "'paper+friction', 'full' (the paper's plus latency, flange compliance and sensor filter), or "
+             "comma-separated names")] = "paper",
     coarse: Annotated[int, typer.Option(help="coarse-search points per stage")] = 48,
     local: Annotated[int, typer.Option(help="local-optimiser evaluations per start")] = 80,
     segments: Annotated[int, typer.Option(help="replay segments per kind (free, contact)")] = 96,

@@ -29,7 +29,7 @@ from contactkit.eval.predict_eval import (
     report_row,
 )
 from contactkit.eval.prediction_models import CalibrateJob, ResidualJob, run_calibrate_job, run_residual_job
-from contactkit.eval.predictors import residual_predictor
+from contactkit.eval.predictors import residual_predictor, stateful_predictor
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import WorldPair, without_unmodelled_effects
 from contactkit.model import ActionMode
@@ -44,8 +44,8 @@ MUJOCO_ROWS = (("mujoco-nominal", "model", "command"), ("mujoco-nominal-wrench",
 """MuJoCo rows: name, which world of the run (``model_world`` or ``world``), which recorded input it replays."""
 BACKBONE_ROWS = ("mujoco-nominal", "engine-nominal")
 """The rows of the physics alone that the held-out sets compare the residuals with."""
-ROW_ORDER = ("residual-mujoco", "residual-engine", "mujoco-calibrated", "act-fignet", "fignet-plus",
-             "mujoco-nominal", "engine-nominal", "mujoco-nominal-wrench", "mujoco-target-oracle")
+ROW_ORDER = ("residual-mujoco", "residual-engine", "mujoco-calibrated", "mujoco-calibrated-full", "act-fignet",
+             "fignet-plus", "mujoco-nominal", "engine-nominal", "mujoco-nominal-wrench", "mujoco-target-oracle")
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,10 @@ def _predictor(job: _EvalJob) -> Predictor:
         return residual_predictor(job.source, job.model, job.device)
     if job.kind == "engine":
         return _engine_predictor(job.model)
-    params = without_unmodelled_effects(load_world(job.source))
-    return mujoco_predictor(params, job.model, ActionSource(job.action_source))
+    params = load_world(job.source)
+    if job.kind == "mujoco-stateful":
+        return stateful_predictor(params, job.model)
+    return mujoco_predictor(without_unmodelled_effects(params), job.model, ActionSource(job.action_source))
 
 
 def _eval_job(job: _EvalJob) -> dict:
@@ -168,8 +170,9 @@ def _jobs_for(trained: dict | None, sets: list[tuple[int, str, str]], paths: dic
     name, kind, source = trained["name"], trained["kind"], trained["checkpoint"]
     if kind == "residual":
         return [job(name, "residual", source, "command", k, n) for k, n, _ in sets]
-    if kind == "world":
-        return [job(name, "mujoco", source, "command", k, n) for k, n in main]
+    if kind == "world":  # a world calibrated with the real-cell fields replays with their hidden state
+        replay = "mujoco-stateful" if load_world(source).unmodelled_effects() else "mujoco"
+        return [job(name, replay, source, "command", k, n) for k, n in main]
     chosen = main[:1] if name.startswith("act-fignet-mp") else main
     return [job(name, "checkpoint", source, "from-checkpoint", k, n) for k, n in chosen]
 

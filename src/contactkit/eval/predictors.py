@@ -111,6 +111,15 @@ def mujoco_predictor(params: WorldParams, name: str, source: ActionSource = Acti
     return Predictor(name, lambda scene, mode: AppliedWrenchReplay(scene, params), source)
 
 
+def stateful_predictor(params: WorldParams, name: str) -> Predictor:
+    """MuJoCo under ``params`` with its real cell's hidden state (latency, compliance, filter), replaying commands
+    from each recorded state at rest (:func:`contactkit.calibration.objective.replay_model`; noise-free F/T): how
+    a world calibrated with those fields (``contactkit calibrate --params full``) predicts a log."""
+    from contactkit.calibration.objective import replay_model
+
+    return Predictor(name, lambda scene, mode: replay_model(scene, noise_free(params), mode), ActionSource.COMMAND)
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint file, or the best (else last) checkpoint in a training output folder.
 

@@ -12,6 +12,7 @@ the observation. Its F/T readings are noise- and bias-free (as :class:`MujocoCon
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 from typing import NamedTuple
 
 import mujoco
@@ -29,12 +30,23 @@ from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 from contactkit.state import BodyState
 
-__all__ = ["FRESH_STATE_TOL", "WorldOracle"]
+__all__ = ["FRESH_STATE_TOL", "HiddenStart", "WorldOracle"]
 
 FRESH_STATE_TOL = 1e-9
 """Largest difference [m, m/s, rad/s, quaternion units] between a rollout's start state and the followed world's
 state for the rollout to start from that world: an observation is the state in float64 with its quaternion
 renormalised (:func:`contactkit.tasks.peg_env.split_observation`), ~1e-16 away."""
+
+
+class HiddenStart(str, Enum):
+    """Where a rollout from a state that is neither the followed world's nor the model's own last output starts."""
+
+    REFUSE = "refuse"
+    """Refuse it (the oracle: the hidden state of an arbitrary state is unknown)."""
+    AT_REST = "at-rest"
+    """As :meth:`MujocoWorld.set_state` leaves a world: compliance undeflected, the latency's queue holding the
+    pose, the sensor filter at zero (a model of a real cell replaying a log from recorded states, e.g. a world
+    calibrated with those fields: the first step's reading and motion then miss what the cell carried over)."""
 
 
 def _planning_params(params: WorldParams) -> WorldParams:
@@ -67,17 +79,19 @@ class WorldOracle:
         action_mode: how actions are read.
         n_threads: MuJoCo rollout threads (0: run in the calling thread); the result does not depend on it (each
             element starts from its own warm start).
+        unknown: what a start state of unknown hidden state gets (:class:`HiddenStart`; default refused).
 
     A :meth:`step` whose start states all equal the followed world's current state starts each element from that
     world's snapshot; one whose start states are exactly this oracle's last outputs continues those elements;
-    anything else is refused (the hidden state of an arbitrary state is unknown).
+    anything else is refused, or with ``unknown=AT_REST`` started at rest.
     """
 
     history = 1
 
     def __init__(self, scene: Scene, params: WorldParams, action_mode: ActionMode = ActionMode.POSE_DELTA,
-                 n_threads: int = 0):
+                 n_threads: int = 0, unknown: HiddenStart = HiddenStart.REFUSE):
         self.scene, self.params = scene, _planning_params(params)
+        self.unknown = HiddenStart(unknown)
         self.world = MujocoWorld(scene, self.params)
         self._rollout_pool = rollout.Rollout(nthread=n_threads)
         self._datas = [mujoco.MjData(self.world.model) for _ in range(max(1, n_threads))]  # the world's holds one
@@ -135,8 +149,8 @@ class WorldOracle:
         """One element's rollout inputs from its hidden state ``start`` and ``(6,)`` ``command``."""
         w = self.world
         m, d = w.model, w.data
-        w.limits.check(command, self.action_mode, "WorldOracle.step")
         w.restore(start)
+        w.limits.check(command, self.action_mode, "WorldOracle.step", w._tcp())
         body = w._body
         pos0, rot0 = d.xpos[body].copy(), d.xmat[body].reshape(3, 3).copy()
         w._set_inputs(command, self.action_mode)
@@ -197,14 +211,20 @@ class WorldOracle:
         result = w._summarise(states, sensors, p.segments, self.action_mode)
         return result.state.as_array(), result.wrench, w.snapshot()
 
+    def _at_rest(self, row: np.ndarray) -> WorldSnapshot:
+        """The hidden state :meth:`MujocoWorld.set_state` gives the ``(13,)`` state ``row`` (filter at zero)."""
+        self.world.reset(BodyState.from_array(row))
+        return self.world.snapshot()
+
     def _starts(self, flat: np.ndarray) -> list[WorldSnapshot]:
         """The snapshot each of the ``(b, 13)`` start states continues from."""
-        if self.source is None:
-            raise InvalidInputError("WorldOracle.step: follow(world) first (the oracle plans from a world's state)")
-        now = self.source.state().as_array()
-        if np.all(np.abs(flat - now) <= FRESH_STATE_TOL):
+        if self.source is not None and np.all(np.abs(flat - self.source.state().as_array()) <= FRESH_STATE_TOL):
             return [self.source.snapshot()] * len(flat)
         if flat.shape == self._returned.shape and np.array_equal(flat, self._returned):
             return self._hidden
+        if self.unknown is HiddenStart.AT_REST:
+            return [self._at_rest(row) for row in flat]
+        if self.source is None:
+            raise InvalidInputError("WorldOracle.step: follow(world) first (the oracle plans from a world's state)")
         raise InvalidInputError("WorldOracle.step: a start state that is neither the followed world's current state "
                                 "nor one of the oracle's last outputs (their hidden state is unknown)")
