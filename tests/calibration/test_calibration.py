@@ -52,16 +52,20 @@ def test_parameter_sets_and_unknown_names():
         param_names("mass,banana")
 
 
-@pytest.fixture(scope="module")
-def heavy_logs(tmp_path_factory):
-    """Logs of the nominal world with a 1.4x heavier tool (the controller compensates the scene's weight)."""
-    root = tmp_path_factory.mktemp("calibration")
-    world = dataclasses.replace(load_world("nominal"), tool_mass=1.4 * SCENE.tool.mass)
+def _logs(root, world, seeds, fit_episodes):
+    """``{"fit", "held"}`` dataset paths of random-spline logs in ``world`` (60 steps; one held-out episode)."""
     paths = {}
-    for name, seed, episodes in (("fit", 21, 3), ("held", 22, 1)):
+    for name, seed, episodes in (("fit", seeds[0], fit_episodes), ("held", seeds[1], 1)):
         paths[name] = str(root / f"{name}.h5")
         collect(CollectSpec(policy="random-spline", episodes=episodes, steps=60, seed=seed, world=world), paths[name])
     return paths
+
+
+@pytest.fixture(scope="module")
+def heavy_logs(tmp_path_factory):
+    """Logs of the nominal world with a 1.4x heavier tool (the controller compensates the scene's weight)."""
+    world = dataclasses.replace(load_world("nominal"), tool_mass=1.4 * SCENE.tool.mass)
+    return _logs(tmp_path_factory.mktemp("calibration"), world, (21, 22), 3)
 
 
 def test_calibration_finds_the_true_mass(heavy_logs):
@@ -114,13 +118,8 @@ def test_the_stiffest_coupling_is_softened_to_the_mode_cap():
 @pytest.fixture(scope="module")
 def late_logs(tmp_path_factory):
     """Logs of the nominal world whose commands arrive 30 ms late (15 of its 2 ms sub-steps)."""
-    root = tmp_path_factory.mktemp("calibration-late")
     world = dataclasses.replace(load_world("nominal"), command_latency_substeps=15)
-    paths = {}
-    for name, seed, episodes in (("fit", 31, 2), ("held", 32, 1)):
-        paths[name] = str(root / f"{name}.h5")
-        collect(CollectSpec(policy="random-spline", episodes=episodes, steps=60, seed=seed, world=world), paths[name])
-    return paths
+    return _logs(tmp_path_factory.mktemp("calibration-late"), world, (31, 32), 2)
 
 
 def test_calibration_finds_the_latency(late_logs):
