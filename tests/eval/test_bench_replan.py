@@ -30,6 +30,7 @@ def test_every_buildable_model_is_timed_on_the_same_points(result):
         assert row["replans"] == n_points == len(row["replan_s_by_point"])
         assert 0.0 < row["replan_s"] <= row["replan_s_p90"] <= max(row["replan_s_by_point"])
         assert row["within_goal"] == (row["replan_s"] <= bench_replan.GOAL_S)
+        assert len(row["replan_cpu_s_by_point"]) == n_points and row["replan_cpu_s"] > 0.0
     assert result["models"]["ground-truth"]["vs_ground_truth"] == 1.0
     assert result["pairings"] == ["square", "circle-in-square"]
     assert result["agent"]["horizon"] == 4
@@ -75,4 +76,5 @@ def test_a_history_ends_at_its_step_and_is_padded_with_the_first_state(episode):
 def test_one_replan_is_timed_from_a_point(episode):
     env, model, config, agent = episode
     point = bench_replan.reference_points(env, agent, 0, 1, "square")[0]
-    assert bench_replan.time_replan(model, config, env.scene, point, np.random.default_rng(1)) > 0.0
+    timed = bench_replan.time_replan(model, config, env.scene, point, np.random.default_rng(1))
+    assert timed.wall_s > 0.0 and timed.cpu_s > 0.0

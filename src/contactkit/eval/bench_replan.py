@@ -1,4 +1,5 @@
-"""Benchmark ``replan``: CPU seconds per iCEM replan of the mpc-insertion agent with each planning model.
+"""Benchmark ``replan``: seconds (wall clock and CPU) per iCEM replan of the mpc-insertion agent with each planning
+model.
 
 Act-FIGNet paper §IV-A and Table IV: the agent replans every 5 control steps with horizon 50, population 20 and 5
 iterations, i.e. 250 batched model steps of 20 sequences per replan; issue 19's goal for the learned model is a median ≤
@@ -15,8 +16,10 @@ stream (the reference episode); every model then plans once, from a fresh sampli
 of its replans spread evenly from the first to the last — in free space, in contact, in the slot — each from the
 same observed history, so the models are timed on the same states (the cost of a MuJoCo or engine step grows with
 the contacts, that of Act-FIGNet with its contact edges). Reported: ``models.NAME.{replan_s (median), replan_s_p90,
-replans, vs_ground_truth, within_goal, replan_s_by_point}`` — ``vs_ground_truth`` is the ratio of medians against
-MuJoCo planning itself, timed in the same process — the ``points`` (pairing, control step, tool in contact),
+replans, vs_ground_truth, within_goal, replan_s_by_point}`` in wall-clock seconds — ``vs_ground_truth`` is the ratio
+of medians against MuJoCo planning itself, timed in the same process — and ``replan_cpu_s``,
+``replan_cpu_s_by_point``, ``cpu_vs_ground_truth`` in the CPU seconds the process spent (all its threads: what a
+replan costs, whatever else loads the machine); the ``points`` (pairing, control step, tool in contact),
 ``missing``, ``goal_s`` and the Act-FIGNet ``checkpoint`` timed.
 
 Parallel (``--workers N``, ``--ray-address ADDR``; ``docs/scale.md``): each pairing — its reference episode and every
@@ -33,6 +36,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -118,12 +122,21 @@ def reference_points(env: PegInsertionEnv, agent: MPCAgent, seed: int, points: i
                         bool(np.linalg.norm(wrenches[t][:3]) > CONTACT_FORCE_N)) for t in chosen]
 
 
-def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.random.Generator) -> float:
-    """Seconds of one iCEM optimisation of ``model``'s rollouts from ``point`` (eq 9 reward, fresh distribution)."""
+class ReplanTime(NamedTuple):
+    """One replan's wall-clock seconds and the CPU seconds the process spent in it (every thread: MuJoCo's rollout
+    threads, torch's), [s]. On a loaded machine the wall time grows with the load; the CPU time does not."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def time_replan(model, config: MPCConfig, scene, point: ReplanPoint, rng: np.random.Generator) -> ReplanTime:
+    """Wall and CPU seconds of one iCEM optimisation of ``model``'s rollouts from ``point`` (eq 9 reward, fresh
+    distribution)."""
     objective = make_objective(model, goal_reward(scene), config.scale, point.history(int(model.history)))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     optimize(objective, initial_state(config.icem), config.icem, rng)
-    return time.perf_counter() - started
+    return ReplanTime(time.perf_counter() - started, time.process_time() - cpu)
 
 
 @dataclass(frozen=True)
@@ -131,13 +144,14 @@ class PairingTimes:
     """What one pairing's job returns.
 
     Attributes:
-        times: seconds of each model's replan at each of ``points``, ``{model: [s per point]}``.
+        times: wall and CPU seconds of each model's replan at each of ``points``, ``{model: [ReplanTime per
+            point]}``.
         points: the reference episode's states the models planned from.
         missing: the models that could not be built, ``[{"model", "reason"}]``.
         torch_threads: torch intra-op threads of the process that timed them.
     """
 
-    times: dict[str, list[float]]
+    times: dict[str, list[ReplanTime]]
     points: list[ReplanPoint]
     missing: list[dict]
     torch_threads: int
@@ -168,9 +182,9 @@ def time_pairing(job: tuple) -> PairingTimes:
 
 
 def measure(budget: InsertionBudget, points: int, seed: int, device: str, scene=None, workers: int = 1,
-            ray_address: str | None = None) -> tuple[dict[str, list[float]], list[ReplanPoint], list[dict], int]:
-    """``({model: seconds per point}, points, missing, torch threads)`` over the pairings of ``budget`` with its
-    agent, or on ``scene`` alone (a peg-in-hole :class:`~contactkit.scene.Scene`, as the pairing
+            ray_address: str | None = None) -> tuple[dict[str, list[ReplanTime]], list[ReplanPoint], list[dict], int]:
+    """``({model: wall and CPU seconds per point}, points, missing, torch threads)`` over the pairings of ``budget``
+    with its agent, or on ``scene`` alone (a peg-in-hole :class:`~contactkit.scene.Scene`, as the pairing
     ``SCENE_PAIRING``). Pairings run one after another in this process, or ``workers`` at a time on Ray when more
     than one or at ``ray_address`` (:func:`time_pairing`; module doc); ``missing`` is the last pairing's."""
     pairings = (SCENE_PAIRING,) if scene is not None else budget.pairings
@@ -183,7 +197,7 @@ def measure(budget: InsertionBudget, points: int, seed: int, device: str, scene=
             done = list(progress.track(pool.imap(time_pairing, jobs), "pairings", total=len(jobs)))
     else:
         done = [time_pairing(job) for job in progress.track(jobs, "pairings")]
-    times: dict[str, list[float]] = {}
+    times: dict[str, list[ReplanTime]] = {}
     for pairing in done:
         for name, seconds in pairing.times.items():
             times.setdefault(name, []).extend(seconds)
@@ -218,11 +232,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path 
         budget = replace(budget, pairings=(SCENE_PAIRING,))
     times, points, missing, threads = measure(budget, QUICK_POINTS if quick else FULL_POINTS, seed, device, given,
                                               workers, ray_address)
-    medians = {name: float(np.median(t)) for name, t in times.items()}
-    models = {name: {"replan_s": medians[name], "replan_s_p90": float(np.percentile(t, 90)), "replans": len(t),
-                     "vs_ground_truth": medians[name] / medians[REFERENCE] if REFERENCE in medians else None,
-                     "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t}
-              for name, t in times.items()}
+    models = _rows(times)
     checkpoint = str(act_fignet_checkpoint(budget)) if "act-fignet" in times else None
     residual = [RESIDUAL_CHECKPOINT.as_posix()] if "residual-mujoco" in times else []  # repository-relative
     result = {"models": models, "missing": missing, "goal_s": GOAL_S, "pairings": list(budget.pairings),
@@ -235,18 +245,37 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", checkpoint: str | Path 
     return result
 
 
+def _rows(times: dict[str, list[ReplanTime]]) -> dict:
+    """Per model: median, p90 and per-point wall seconds, the ratio of medians to the reference, whether the median
+    is within the goal, and the same medians and points in CPU seconds (``replan_cpu_s``)."""
+    wall = {name: [t.wall_s for t in ts] for name, ts in times.items()}
+    cpu = {name: [t.cpu_s for t in ts] for name, ts in times.items()}
+    medians = {name: float(np.median(t)) for name, t in wall.items()}
+    cpu_medians = {name: float(np.median(t)) for name, t in cpu.items()}
+    return {name: {"replan_s": medians[name], "replan_s_p90": float(np.percentile(t, 90)), "replans": len(t),
+                   "vs_ground_truth": medians[name] / medians[REFERENCE] if REFERENCE in medians else None,
+                   "within_goal": medians[name] <= GOAL_S, "replan_s_by_point": t,
+                   "replan_cpu_s": cpu_medians[name], "replan_cpu_s_by_point": cpu[name],
+                   "cpu_vs_ground_truth": cpu_medians[name] / cpu_medians[REFERENCE] if REFERENCE in cpu_medians
+                   else None}
+            for name, t in wall.items()}
+
+
 def markdown(result: dict) -> str:
     """Table: per model the median and p90 replan seconds, the median over points in contact, the ratio to MuJoCo
-    planning and whether the median is within the goal."""
+    planning, whether the median is within the goal, and the median CPU seconds and their ratio (a stored result
+    without them shows a dash)."""
     contact = np.array([p["contact"] for p in result["points"]], dtype=bool)
-    lines = ["| model | replan s (median) | p90 | median in contact | replans | × ground truth | ≤ goal |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| model | replan s (median) | p90 | median in contact | replans | × ground truth | ≤ goal "
+             "| CPU s (median) | CPU × ground truth |", "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     for name, row in result["models"].items():
         ratio = "–" if row["vs_ground_truth"] is None else f"{row['vs_ground_truth']:.2f}"
         touching = np.asarray(row["replan_s_by_point"])[contact]
         in_contact = f"{np.median(touching):.3g}" if touching.size else "–"
+        cpu = f"{row['replan_cpu_s']:.3g}" if "replan_cpu_s" in row else "–"
+        cpu_ratio = "–" if row.get("cpu_vs_ground_truth") is None else f"{row['cpu_vs_ground_truth']:.2f}"
         lines.append(f"| {name} | {row['replan_s']:.3g} | {row['replan_s_p90']:.3g} | {in_contact} | {row['replans']} "
-                     f"| {ratio} | {row['within_goal']} |")
+                     f"| {ratio} | {row['within_goal']} | {cpu} | {cpu_ratio} |")
     lines += ["", f"Agent {result['agent']} on {result['pairings']}, planning from {len(contact)} states of the "
               f"ground-truth agent's episodes ({int(contact.sum())} in contact); goal {result['goal_s']} s per replan "
               "for the learned model (CPU). Missing: "
