@@ -14,7 +14,8 @@ TINY = InsertionBudget(("square", "circle-in-square"), episodes_per_pairing=1, m
                        population=4, iterations=1, replan_every=2, models=("ground-truth", "engine"))
 """Two pairings (two jobs), a 6-step reference episode, the smallest agent."""
 
-TIMINGS = ("replan_s", "replan_s_p90", "vs_ground_truth", "within_goal", "replan_s_by_point")
+TIMINGS = ("replan_s", "replan_s_p90", "vs_ground_truth", "within_goal", "replan_s_by_point", "replan_cpu_s",
+           "replan_cpu_s_by_point", "cpu_vs_ground_truth")
 """Per-model keys that are (or follow from) seconds."""
 
 PARALLEL_ONLY = ("workers", "ray_address")
