@@ -12,10 +12,12 @@ from __future__ import annotations
 import ast
 import json
 import pickle
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -395,9 +397,9 @@ def test_an_absurd_scene_tool_mass_is_refused_naming_the_tool(tmp_path):
     assert str(scene) in r.output and "mass must be in [1e-06, 10000] kg" in r.output
 
 
-NOT_GUARDED = {"load_log", "import_log", "import_log into"}
-"""Loaders of the robot-log import (data/robot_log*.py), which issue 35 part 4 reworks: they open the log with
-``open()``, so a FIFO would block them; the CLI's ``import csv|bag`` refuses one before calling them."""
+NOT_GUARDED: set[str] = set()
+"""Loaders left out of the special-file sweep: none (the robot-log loaders read through contactkit.files since
+issue 35 part 4; load_log blocked on a FIFO before)."""
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/zero"])
@@ -432,3 +434,120 @@ def test_absurd_collect_values_are_refused_in_one_line_and_write_nothing(argv, n
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
     assert _one_line(r.output) and r.output.startswith("error: ") and named in r.output, r.output
     assert list(tmp_path.iterdir()) == []
+
+
+# Issue 35 part 4: robot-log mistakes on a log written here (a peg lowered 25 mm into a square slot turned 30°, the
+# robot's base turned with it, F/T at 100 Hz), through `contactkit import csv|bag`.
+LOG_YAW = float(np.deg2rad(30.0))
+
+
+def _robot_log(path: Path, *, xyzw=False, torque_scale=1.0, time_scale=1.0, t0=0.0) -> Path:
+    from contactkit.rotations import rotvec_to_quat
+
+    t = np.arange(200) / 100.0
+    z = 0.06 - 0.03 * (1 - np.cos(np.pi * t / t[-1])) / 2
+    wob = np.deg2rad(2.0) * np.sin(2 * np.pi * t)
+    q = rotvec_to_quat(np.stack([wob, 0 * t, 0 * t], 1))  # in the base frame, which the mapping turns by LOG_YAW
+    w = np.stack([np.deg2rad(2.0) * 2 * np.pi * np.cos(2 * np.pi * t), 0 * t, 0 * t], 1)
+    rows = np.column_stack([(t0 + t) * time_scale, 0 * t, 0 * t, z, q[:, [1, 2, 3, 0]] if xyzw else q,
+                            np.tile([0.3, -0.2, -2.9], (200, 1)), np.tile([0.01, 0.02, 0.0], (200, 1)) * torque_scale,
+                            np.gradient(np.stack([0 * t, 0 * t, z], 1), t, axis=0), w])
+    cols = "t,x,y,z,q1,q2,q3,q4,fx,fy,fz,tx,ty,tz,vx,vy,vz,wx,wy,wz"
+    path.write_text(cols + "\n" + "\n".join(",".join(repr(float(v)) for v in r) for r in rows) + "\n")
+    return path
+
+
+def _log_mapping(path: Path, *, yaw=True, **extra) -> Path:
+    m = {"control_rate": 100, "streams": {
+        "pose": {"columns": {"position": ["x", "y", "z"], "quaternion": ["q1", "q2", "q3", "q4"]}},
+        "wrench": {"columns": {"force": ["fx", "fy", "fz"], "torque": ["tx", "ty", "tz"]}},
+        "twist": {"columns": {"linear": ["vx", "vy", "vz"], "angular": ["wx", "wy", "wz"]}, "frame": "body"}}}
+    if yaw:
+        m["frames"] = {"base": {"rpy": [0, 0, LOG_YAW]}}
+    m.update(extra)
+    path.write_text(json.dumps(m))
+    return path
+
+
+ROBOT_LOG_MISTAKES = [
+    ("forgotten quaternion_order: xyzw", {"xyzw": True}, {}, "twist-mismatch: .*quaternion_order"),
+    ("torques in N*mm declared N*m", {"torque_scale": 1000.0}, {}, "torque-lever: .*units.torque: N\\*mm"),
+    ("ms on a nanosecond log", {"time_scale": 1e9, "t0": 1.7e9}, {"units": {"time": "ms"}},
+     "past the year 2100.*units.time"),
+]
+"""Robot-log mistakes refused: ``(name, log options, mapping keys, what the error says)``."""
+
+
+@pytest.mark.parametrize("name, log, keys, named", ROBOT_LOG_MISTAKES, ids=[m[0] for m in ROBOT_LOG_MISTAKES])
+def test_robot_log_mistakes_are_refused_in_one_line_and_write_nothing(name, log, keys, named, tmp_path):
+    scene = tmp_path / "scene.json"
+    scene.write_text(peg_in_hole("square", 1e-3, yaw=LOG_YAW).to_json())
+    argv = ["import", "csv", str(_robot_log(tmp_path / "log.csv", **log)), "--mapping",
+            str(_log_mapping(tmp_path / "m.json", **keys)), "--scene", str(scene), "--out", str(tmp_path / "o.h5")]
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    assert _one_line(r.output) and r.output.startswith("error: ") and re.search(named, r.output), r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv", "m.json", "scene.json"]
+
+
+def test_robot_log_warnings_are_named_lines_and_a_repeated_import_is_refused(tmp_path):
+    """A mapping without the slot's yaw: a named penetration warning (the log is written); the same log again is
+    refused (exit 2) unless --allow-duplicate; the correct mapping imports without a warning."""
+    scene = tmp_path / "scene.json"
+    scene.write_text(peg_in_hole("square", 1e-3, yaw=LOG_YAW).to_json())
+    log = _robot_log(tmp_path / "log.csv")
+    runner = CliRunner()
+    base = ["import", "csv", str(log), "--scene", str(scene)]
+    r = runner.invoke(app, [*base, "--mapping", str(_log_mapping(tmp_path / "noyaw.json", yaw=False)),
+                            "--out", str(tmp_path / "a.h5")])
+    assert r.exit_code == 0, r.output
+    warned = [line for line in r.output.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and warned[0].startswith("warning: penetration: ") and "frames.base" in warned[0]
+    good = ["--mapping", str(_log_mapping(tmp_path / "m.json")), "--out", str(tmp_path / "b.h5")]
+    r = runner.invoke(app, [*base, *good])
+    assert r.exit_code == 0 and "warning: " not in r.output, r.output
+    r = runner.invoke(app, [*base, *good])
+    assert r.exit_code == 2 and _one_line(r.output) and "already imported" in r.output, r.output
+    assert runner.invoke(app, [*base, *good, "--allow-duplicate"]).exit_code == 0
+    with open_dataset(tmp_path / "b.h5") as ds:
+        assert len(ds) == 2 and ds.source(0)["sha256"] == ds.source(1)["sha256"]
+
+
+def test_a_skewed_bag_is_a_named_ft_lag_warning_and_offset_s_fixes_it(tmp_path):
+    """Two topics whose header clocks differ by 30 ms: the F/T matches the motion best 30 ms off, which the warning
+    names with the offset_s to set; with it the import is clean."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    T = ts.types
+    t = np.arange(0, 4.0, 0.002)
+    z = 0.05 + 0.01 * np.sin(2 * np.pi * 3.1 * t) + 0.006 * np.sin(2 * np.pi * 5.3 * t + 1.0)
+    bag = tmp_path / "skewed"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        cp = w.add_connection("/pose", "geometry_msgs/msg/PoseStamped", typestore=ts)
+        cf = w.add_connection("/ft", "geometry_msgs/msg/WrenchStamped", typestore=ts)
+        vec = T["geometry_msgs/msg/Vector3"]
+        for k, zk in enumerate(z):
+            ns = 10**9 + k * 2_000_000
+            hdr = lambda n: T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](n // 10**9, n % 10**9), "")  # noqa: E731
+            point, quat = T["geometry_msgs/msg/Point"], T["geometry_msgs/msg/Quaternion"]
+            pose = T["geometry_msgs/msg/PoseStamped"](hdr(ns), T["geometry_msgs/msg/Pose"](
+                point(0.0, 0.0, float(zk)), quat(0.0, 0.0, 0.0, 1.0)))
+            ft = T["geometry_msgs/msg/WrenchStamped"](hdr(ns + 30_000_000), T["geometry_msgs/msg/Wrench"](
+                vec(0.0, 0.0, float(-300 * (zk - 0.05))), vec(0.0, 0.0, 0.0)))
+            w.write(cp, ns, ts.serialize_cdr(pose, "geometry_msgs/msg/PoseStamped"))
+            w.write(cf, ns, ts.serialize_cdr(ft, "geometry_msgs/msg/WrenchStamped"))
+    runner = CliRunner()
+    for offset, out in ((None, "a.h5"), (-0.03, "b.h5")):
+        wrench = {"topic": "/ft", **({} if offset is None else {"offset_s": offset})}
+        (tmp_path / "m.json").write_text(json.dumps({"control_rate": 50, "streams": {"pose": {"topic": "/pose"},
+                                                                                     "wrench": wrench}}))
+        r = runner.invoke(app, ["import", "bag", str(bag), "--mapping", str(tmp_path / "m.json"),
+                                "--out", str(tmp_path / out)])
+        assert r.exit_code == 0, r.output
+        warned = [line for line in r.output.splitlines() if line.startswith("warning: ")]
+        if offset is None:
+            assert len(warned) == 1 and re.match(r"warning: ft-lag: .* 30 ms later .*offset_s: -0\.030", warned[0])
+        else:
+            assert warned == [], r.output

@@ -166,7 +166,7 @@ def test_wrench_commands_train_a_wrench_model(logs, tmp_path):
     out = tmp_path / "w.h5"
     for _ in range(2):
         r = runner.invoke(app, ["import", "csv", str(tmp_path / "w.csv"), "--mapping", str(tmp_path / "m.json"),
-                                "--out", str(out), "--scene", str(root / "scene.json")])
+                                "--out", str(out), "--scene", str(root / "scene.json"), "--allow-duplicate"])
         assert r.exit_code == 0 and "commanded wrenches" in r.output, r.output
     r = runner.invoke(app, ["train", "--data", str(out), "--out", str(tmp_path / "run"), "--steps", "1",
                             "--action-mode", "wrench"])

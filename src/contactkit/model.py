@@ -9,8 +9,8 @@
   and an action, predict the next state and the F/T reading during the step. Estimators and planners hold
   a ``ContactModel`` and never know whether it is MuJoCo, the contactkit engine, or a learned graph network.
 
-This module is the lowest layer of contactkit: it imports only :mod:`contactkit.state` (and, for type
-annotations only, the scene and world parameters).
+This module is the lowest layer of contactkit: it imports only :mod:`contactkit.state` and
+:mod:`contactkit.errors` (and, for type annotations only, the scene and world parameters).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.state import BodyState
 
 if TYPE_CHECKING:
@@ -92,7 +93,16 @@ class ContactModel(Protocol):
         action_mode: what an action means (:class:`ActionMode`): a world wrench about the tool origin
             [N, N·m] or a pose-target displacement [m, rad] for the scene's impedance controller.
         history: number of past states ``H`` the model reads (1 for a simulator, 3 for Act-FIGNet).
-        control_dt: duration of one step [s].
+        control_dt: duration of one step [s]; data stepped with the model must share it
+            (:func:`check_control_period`).
+
+    Per-element status (optional, backward compatible): a batched model may also have
+    ``step_with_status(history, action) -> (next_state (*B,), wrench (*B, 6), diverged (*B,) bool)``, which steps
+    every element it can and flags the ones that diverged instead of raising for the whole batch: a flagged element
+    keeps its input state (the last of its history) and its reading is NaN. :func:`step_with_status` calls it where
+    a model has it (:class:`contactkit.mujoco.MujocoContactModel`), else ``step`` — whose
+    :class:`~contactkit.errors.SimulationDiverged` for the batch then makes it step the elements one at a time to
+    find the diverged ones. Planners give a flagged rollout the worst cost, filters a flagged particle weight 0.
     """
 
     action_mode: ActionMode
@@ -139,3 +149,96 @@ def _push(window: BodyState, new: BodyState) -> BodyState:
     cat = lambda a, b: np.concatenate([a[..., 1:, :], b[..., None, :]], axis=-2)  # noqa: E731
     return BodyState(cat(window.pos, new.pos), cat(window.quat, new.quat), cat(window.lin_vel, new.lin_vel),
                      cat(window.ang_vel, new.ang_vel))
+
+
+CONTROL_PERIOD_REL_TOL = 1e-9
+"""Relative tolerance of two control periods that must be equal (float round-off of ``1 / rate``)."""
+
+
+def check_control_period(model_dt: float, data_dt: float, data: str, model: str = "the model") -> None:
+    """Refuse data whose control period is not the model's: a 20 Hz world stepped on 10 Hz logs predicts each
+    logged step from half of it, silently.
+
+    Args:
+        model_dt: the model's (or its world's) control period [s]; data_dt: the data's [s];
+        data: what the data is, for the message (e.g. a file name); model: what the model is.
+
+    Raises:
+        InvalidInputError: one line naming both periods and rates.
+    """
+    if not abs(float(model_dt) - float(data_dt)) <= CONTROL_PERIOD_REL_TOL * max(abs(model_dt), abs(data_dt)):
+        raise InvalidInputError(f"{data}: control period {data_dt:g} s ({1.0 / data_dt:g} Hz), but {model} steps "
+                                f"{model_dt:g} s ({1.0 / model_dt:g} Hz): data and model must share the control rate "
+                                "(import the log at the model's rate, or give a world of the log's rate)")
+
+
+def step_with_status(model: ContactModel, history: BodyState,
+                     action: np.ndarray) -> tuple[BodyState, np.ndarray, np.ndarray]:
+    """``model.step`` with a per-element status (see :class:`ContactModel`).
+
+    Returns:
+        ``(next_state (*B,), wrench (*B, 6), diverged (*B,) bool)``; a diverged element keeps its input state and
+        reads NaN.
+
+    Raises:
+        SimulationDiverged: an unbatched step diverged (there is nothing else to step).
+    """
+    method = getattr(model, "step_with_status", None)
+    if callable(method):
+        return method(history, action)
+    action = np.asarray(action, dtype=np.float64)
+    batch = action.shape[:-1]
+    try:
+        state, wrench = model.step(history, action)
+        return state, wrench, np.zeros(batch, dtype=bool)
+    except SimulationDiverged:
+        if batch == ():
+            raise
+    return _step_one_by_one(model, history, action, batch)
+
+
+def _step_one_by_one(model: ContactModel, history: BodyState, action: np.ndarray, batch: tuple):
+    """Each element of the batch stepped alone; those whose step raises :class:`SimulationDiverged` flagged."""
+    n = int(np.prod(batch))
+    flat_h = BodyState(*(np.asarray(a, dtype=np.float64).reshape(n, *np.shape(a)[len(batch):]) for a in
+                         (history.pos, history.quat, history.lin_vel, history.ang_vel)))
+    flat_a = action.reshape(n, 6)
+    fields = [np.array(a[:, -1]) for a in (flat_h.pos, flat_h.quat, flat_h.lin_vel, flat_h.ang_vel)]
+    wrench, diverged = np.full((n, 6), np.nan), np.zeros(n, dtype=bool)
+    for i in range(n):
+        one = BodyState(*(a[i:i + 1] for a in (flat_h.pos, flat_h.quat, flat_h.lin_vel, flat_h.ang_vel)))
+        try:
+            nxt, w = model.step(one, flat_a[i:i + 1])
+        except SimulationDiverged:
+            diverged[i] = True
+            continue
+        for f, new in zip(fields, (nxt.pos, nxt.quat, nxt.lin_vel, nxt.ang_vel), strict=True):
+            f[i] = np.asarray(new).reshape(-1)
+        wrench[i] = np.asarray(w).reshape(6)
+    state = BodyState(*(f.reshape(*batch, f.shape[-1]) for f in fields))
+    return state, wrench.reshape(*batch, 6), diverged.reshape(batch)
+
+
+def rollout_with_status(model: ContactModel, history: BodyState,
+                        actions: np.ndarray) -> tuple[BodyState, np.ndarray, np.ndarray]:
+    """:func:`rollout` that steps past diverged elements: ``(states (*B, T), wrenches (*B, T, 6), diverged (*B,))``.
+
+    An element is flagged from the step it diverged at on (:func:`step_with_status`); its later states are not
+    trustworthy (its kept state is stepped on) and a planner or filter must drop it.
+    """
+    actions = np.asarray(actions, dtype=np.float64)
+    if actions.ndim < 2 or actions.shape[-1] != 6:
+        raise InvalidInputError(f"actions must have shape (*B, T, 6), got {actions.shape}")
+    window = history
+    states, wrenches = [], []
+    diverged = np.zeros(actions.shape[:-2], dtype=bool)
+    for t in range(actions.shape[-2]):
+        nxt, wrench, bad = step_with_status(model, window, actions[..., t, :])
+        diverged |= np.asarray(bad, dtype=bool)
+        states.append(nxt)
+        wrenches.append(wrench)
+        window = _push(window, nxt)
+    stack = lambda xs: np.stack(xs, axis=-2)  # noqa: E731
+    return (BodyState(stack([s.pos for s in states]), stack([s.quat for s in states]),
+                      stack([s.lin_vel for s in states]), stack([s.ang_vel for s in states])),
+            np.stack(wrenches, axis=-2), diverged)

@@ -155,3 +155,26 @@ def test_a_worker_lost_beyond_retries_is_one_clear_error_and_the_episodes_before
     monkeypatch.undo()
     assert collect(spec, str(tmp_path / "parallel.h5"), workers=2) == 2
     assert_same_file(tmp_path / "serial.h5", tmp_path / "parallel.h5")
+
+
+def _die_on(index: int):
+    """A job function that kills its worker process on job ``index`` (every retry too), else squares the job."""
+    return lambda job: os._exit(3) if job == index else job * job
+
+
+def test_a_submitted_job_lost_beyond_retries_is_worker_lost_and_the_other_futures_keep_their_results(ray_cluster):
+    """Issue 35: a future of RayPool.submit whose worker died on every retry ends in WorkerLost (one line naming the
+    job), not in Ray's WorkerCrashedError; the other jobs' futures hold their results."""
+    from concurrent.futures import as_completed
+
+    from contactkit.errors import WorkerLost
+
+    with RayPool(2) as pool:
+        futures = [pool.submit(_die_on(1), j) for j in range(4)]
+        done = list(as_completed(futures, timeout=120))
+    assert len(done) == 4
+    assert [f.result() for k, f in enumerate(futures) if k != 1] == [0, 4, 9]
+    with pytest.raises(WorkerLost, match=r"^job 1 \(in submission order\) was lost: its Ray worker died beyond Ray's "
+                                         r"retries \(WorkerCrashedError: .*the results of the other jobs are kept$"):
+        futures[1].result()
+    assert "\n" not in str(futures[1].exception())

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from contactkit.data.reader import open_dataset
-from contactkit.data.schema import INDEX_FIELDS, SCENE_BYTES, SCENE_INDEX_FIELDS, STATE_FIELDS, STEP_FIELDS
+from contactkit.data.schema import (
+    INDEX_FIELDS,
+    SCENE_BYTES,
+    SCENE_INDEX_FIELDS,
+    SOURCE_INDEX_FIELDS,
+    STATE_FIELDS,
+    STEP_FIELDS,
+)
 from contactkit.data.writer import LOCK_SUFFIX, TMP_SUFFIX, DatasetWriter
 from contactkit.errors import DatasetError, InvalidInputError
 from contactkit.scene import Scene
@@ -25,6 +32,9 @@ def _strip_scene_storage(path):
     with h5py.File(path, "r+") as f:
         del f["scenes"]
         for key in SCENE_INDEX_FIELDS:
+            del f[f"episodes/{key}"]
+        del f["sources"]  # per-episode provenance came later still
+        for key in SOURCE_INDEX_FIELDS:
             del f[f"episodes/{key}"]
         names = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)

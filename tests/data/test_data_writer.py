@@ -76,7 +76,8 @@ def test_same_data_gives_identical_arrays(tmp_path, rng, make_episode, make_meta
     with h5py.File(tmp_path / "a.h5", "r") as fa, h5py.File(tmp_path / "b.h5", "r") as fb:
         names = []
         fa.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert len(names) == len(STATE_FIELDS) + len(STEP_FIELDS) + len(INDEX_FIELDS) + 1  # + scenes/bytes
+        # + scenes/bytes, + sources/bytes and its index
+        assert len(names) == len(STATE_FIELDS) + len(STEP_FIELDS) + len(INDEX_FIELDS) + 1 + 1 + 2
         for n in names:
             assert fa[n][()].tobytes() == fb[n][()].tobytes(), n
         assert dict(fa.attrs) == dict(fb.attrs)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from contactkit.cli._app import app, check_outputs, console, fail, progress
+from contactkit.cli._app import app, check_outputs, console, fail
 from contactkit.errors import ContactkitError, InvalidInputError
 
 import_app = typer.Typer(help="Import robot logs (a CSV with a mapping file, ROS 2 bags: sqlite3 or MCAP) into an "
@@ -75,8 +76,13 @@ def forward_kinematics(spec: str):
     return fn
 
 
+DuplicateOpt = Annotated[bool, typer.Option(
+    "--allow-duplicate", help="import a log already imported into --out (same sha256); refused by default")]
+
+
 def _import(fmt: str, logs: list[Path], mapping: Path, out: Path, scene: Path | None, world: str | None,
-            seed: int, rate: float | None, fk: str | None) -> None:
+            seed: int, rate: float | None, fk: str | None, allow_duplicate: bool = False) -> None:
+    from contactkit.data.robot_log_checks import RobotLogWarning
     from contactkit.data.robot_log_import import import_robot_log
     from contactkit.data.robot_log_mapping import load_mapping
     from contactkit.physics import load_world
@@ -94,18 +100,18 @@ def _import(fmt: str, logs: list[Path], mapping: Path, out: Path, scene: Path | 
         scene_json = scene_text(scene) if scene is not None else None
         world_json = load_world(world).to_json() if world is not None else None
         kinematics = forward_kinematics(fk) if fk is not None else None
-        with progress() as bar:
-            job = bar.add_task(f"import {fmt}", total=len(logs))
-            for path in logs:
-                log = import_robot_log(fmt, path, m, out, scene_json=scene_json, world_json=world_json, seed=seed,
-                                       forward_kinematics=kinematics)
-                commands = ("pose targets (pose-delta)" if log.action_mode.value == "pose-delta" else
-                            "commanded wrenches" if log.has_action else "no commands")
-                bar.console.print(f"{path}: {log.episode.n_steps} steps at {1.0 / log.control_dt:g} Hz, "
-                                  f"{commands}, velocities "
-                                  f"{'logged' if log.logged_velocity else 'by finite differences'}",
-                                  soft_wrap=True, markup=False, highlight=False)
-                bar.advance(job)
+        for path in logs:  # one line per log as it is written (no progress display: an error prints alone)
+            with warnings.catch_warnings():  # printed below, one line each
+                warnings.simplefilter("ignore", RobotLogWarning)
+                log = import_robot_log(fmt, path, m, out, scene_json=scene_json, world_json=world_json,
+                                       seed=seed, forward_kinematics=kinematics, allow_duplicate=allow_duplicate)
+            for text in log.warnings:
+                console.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)
+            commands = ("pose targets (pose-delta)" if log.action_mode.value == "pose-delta" else
+                        "commanded wrenches" if log.has_action else "no commands")
+            console.print(f"{path}: {log.episode.n_steps} steps at {1.0 / log.control_dt:g} Hz, {commands}, "
+                          f"velocities {'logged' if log.logged_velocity else 'by finite differences'}, F/T "
+                          f"{log.ft_sampling.value}", soft_wrap=True, markup=False, highlight=False)
     except ContactkitError as exc:
         fail(exc)
     note = "" if scene is not None else " (no --scene: give train --scene FILE, it needs the geometry)"
@@ -114,15 +120,17 @@ def _import(fmt: str, logs: list[Path], mapping: Path, out: Path, scene: Path | 
 
 @import_app.command("csv")
 def import_csv(logs: LogsArg, mapping: MappingOpt, out: OutOpt, scene: SceneOpt = None, world: WorldOpt = None,
-               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None) -> None:
+               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None,
+               allow_duplicate: DuplicateOpt = False) -> None:
     """Import CSV logs: a header row, one row per sample, columns named by the mapping file; a stream's cells may be
     empty on rows where it has no sample."""
-    _import("csv", logs, mapping, out, scene, world, seed, rate, fk)
+    _import("csv", logs, mapping, out, scene, world, seed, rate, fk, allow_duplicate)
 
 
 @import_app.command("bag")
 def import_bag(logs: LogsArg, mapping: MappingOpt, out: OutOpt, scene: SceneOpt = None, world: WorldOpt = None,
-               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None) -> None:
+               seed: int = 0, rate: RateOpt = None, fk: FkOpt = None,
+               allow_duplicate: DuplicateOpt = False) -> None:
     """Import ROS 2 bags (a bag folder, or a .mcap or .db3 file): WrenchStamped, PoseStamped, TransformStamped,
     TFMessage, TwistStamped and JointState topics named by the mapping file, synchronised at the control rate."""
-    _import("bag", logs, mapping, out, scene, world, seed, rate, fk)
+    _import("bag", logs, mapping, out, scene, world, seed, rate, fk, allow_duplicate)

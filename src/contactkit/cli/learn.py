@@ -203,6 +203,20 @@ def _start_from(checkpoint: Path, last: Path, resume: bool) -> None:
                                     lambda problem: InvalidInputError(f"--from-checkpoint {checkpoint}: {problem}")))
 
 
+def check_periods(predictors, recorded) -> None:
+    """Refuse a predictor whose model steps another control period than the recorded data (a 20 Hz world replaying
+    10 Hz logs would predict each logged step from half of it); the model is built for the data's first scene."""
+    from contactkit.model import check_control_period
+    from contactkit.scene import Scene
+
+    if not recorded.episodes:
+        return
+    scene = Scene.from_json(recorded.scenes[0])
+    for p in predictors:
+        model = p.make(scene, recorded.meta.action_mode)
+        check_control_period(float(model.control_dt), recorded.meta.control_dt, str(recorded.path), f"model {p.name}")
+
+
 @app.command()
 def evaluate(
     model: Annotated[Path, typer.Option(help="training folder (best, else last checkpoint) or checkpoint file")],
@@ -236,6 +250,7 @@ def evaluate(
         if baseline != "none":
             predictors.append(mujoco_predictor(load_world(baseline), f"mujoco-{Path(baseline).stem}"))
         recorded = load_recorded(data)
+        check_periods(predictors, recorded)
         cfg = EvalConfig(horizon=horizon, max_segments=segments, max_transitions=transitions)
         with console.status(f"evaluating on {data} ..."):
             reports = evaluate_predictors(predictors, recorded, cfg, np.random.default_rng(seed))

@@ -101,6 +101,9 @@ def _rollout(path: Path, index: int, checkpoint: Path | None):
 
     checkpoint = resolve_checkpoint(checkpoint)
     model = GnnContactModel.from_checkpoint(checkpoint, scene, action_mode=meta.action_mode)
+    from contactkit.model import check_control_period
+
+    check_control_period(float(model.control_dt), meta.control_dt, str(path), f"checkpoint {checkpoint.name}")
     predicted = predicted_episode(episode, model, meta.action_mode)
     return scene, episode, predicted, f"predicted ({checkpoint.name})", meta.control_dt
 

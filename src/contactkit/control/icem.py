@@ -204,12 +204,15 @@ class ICEMInfo:
         best_per_iteration: ``(iterations,)`` best objective of each iteration (``-inf`` if none feasible).
         n_evaluations: candidate sequences passed to the objective in total.
         feasible: False when no candidate had a finite objective; the plan is then the clipped mean.
+        n_infeasible: candidates whose objective was NaN or ``-inf`` (e.g. a rollout the model flagged as diverged,
+            :func:`contactkit.control.mpc.make_objective`): dropped, never elites.
     """
 
     best_value: float
     best_per_iteration: np.ndarray
     n_evaluations: int
     feasible: bool
+    n_infeasible: int = 0
 
 
 def initial_state(config: ICEMConfig) -> ICEMState:
@@ -328,11 +331,12 @@ def optimize(
     mean, std, elites = state.mean, state.std, None
     best_value, best_plan = -np.inf, None
     per_iteration = np.full(config.iterations, -np.inf)
-    n_evaluations = 0
+    n_evaluations = n_infeasible = 0
     for i in range(config.iterations):
         actions = _population(i, mean, std, elites, state, config, rng)
         values = _evaluate(objective, actions)
         n_evaluations += actions.shape[0]
+        n_infeasible += int(np.count_nonzero(~np.isfinite(values)))
         order = np.argsort(-values, kind="stable")
         order = order[np.isfinite(values[order])][: config.n_elites]
         if order.size == 0:
@@ -347,5 +351,5 @@ def optimize(
     plan = best_plan if feasible else np.clip(mean, config.lower, config.upper)
     kept = elites[: config.n_keep] if elites is not None else np.empty((0, *mean.shape))
     new_state = ICEMState(mean=mean, std=std, kept_elites=kept, kept_steps=config.horizon)
-    info = ICEMInfo(best_value, per_iteration, n_evaluations, feasible)
+    info = ICEMInfo(best_value, per_iteration, n_evaluations, feasible, n_infeasible)
     return plan, new_state, info

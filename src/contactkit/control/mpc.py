@@ -23,7 +23,7 @@ import numpy as np
 
 from contactkit.control.icem import ICEMConfig, ICEMInfo, ICEMState, initial_state, optimize, shift
 from contactkit.errors import InvalidInputError
-from contactkit.model import ActionMode, ContactModel, rollout
+from contactkit.model import ActionMode, ContactModel, rollout_with_status
 from contactkit.scene import ImpedanceGains
 from contactkit.state import BodyState
 
@@ -168,16 +168,17 @@ def make_objective(model: ContactModel, reward: StepReward, scale: ActionScale, 
         history: ``(H,)`` observed states, oldest first.
 
     Returns:
-        ``objective(actions (N, T, 6)) -> (N,)``: ``Σ_t reward(s_t)``; ``-inf`` where the rollout left the
-        finite numbers.
+        ``objective(actions (N, T, 6)) -> (N,)``: ``Σ_t reward(s_t)``; ``-inf`` (infeasible: the worst cost, dropped
+        by iCEM) where the rollout left the finite numbers or the model flagged the element as diverged
+        (:func:`~contactkit.model.rollout_with_status`: one diverged candidate no longer fails the population).
     """
     def objective(actions: np.ndarray) -> np.ndarray:
         n = actions.shape[0]
         batch = BodyState(*(np.broadcast_to(a, (n, *a.shape)) for a in
                             (history.pos, history.quat, history.lin_vel, history.ang_vel)))
-        states, _ = rollout(model, batch, scale.to_pose_delta(actions))
+        states, _, diverged = rollout_with_status(model, batch, scale.to_pose_delta(actions))
         total = np.sum(reward(states), axis=-1)
-        return np.where(np.isfinite(total), total, -np.inf)
+        return np.where(np.isfinite(total) & ~diverged, total, -np.inf)
 
     return objective
 

@@ -139,6 +139,7 @@ class RayPool:
         self.workers, self.address = workers, address
         self._running: list = []
         self._owner = False
+        self._submitted = 0
 
     def __enter__(self) -> RayPool:
         ray = _import_ray()
@@ -176,11 +177,30 @@ class RayPool:
 
     def submit(self, fn: Callable, job) -> Future:
         """Run ``fn(job)`` on a worker (waits while ``workers`` tasks run); its :class:`~concurrent.futures.Future`
-        (usable with ``concurrent.futures.as_completed``)."""
+        (usable with ``concurrent.futures.as_completed``). A job whose worker died beyond Ray's retries ends that
+        future in :class:`~contactkit.errors.WorkerLost` (naming the job by its submission number); the other
+        futures, finished or not, are unaffected, so a caller keeps every result it already has."""
         self._throttle(self.workers)
         ref = self._task.remote(fn, job)
         self._running.append(ref)
-        return ref.future()
+        index, self._submitted = self._submitted, self._submitted + 1
+        out: Future = Future()
+
+        def relay(done: Future) -> None:
+            try:
+                result = done.result()
+            except self._lost_errors() as exc:
+                outcome = (False, self._lost(exc, f"job {index} (in submission order) was lost",
+                                             "; the results of the other jobs are kept"))
+            except BaseException as exc:  # noqa: BLE001 - the job's own error, handed to the caller as is
+                outcome = (False, exc)
+            else:
+                outcome = (True, result)
+            if out.set_running_or_notify_cancel():
+                (out.set_result if outcome[0] else out.set_exception)(outcome[1])
+
+        ref.future().add_done_callback(relay)
+        return out
 
     def imap(self, fn: Callable, jobs: Iterable) -> Iterator:
         """``fn(job)`` of each job, in the jobs' order, as each becomes due; at most ``workers`` jobs run at a time
@@ -213,15 +233,23 @@ class RayPool:
     def _result(self, ref, index: int):
         """The result of job ``index`` (in submission order); :class:`~contactkit.errors.WorkerLost` when its worker
         died beyond Ray's task retries (:data:`LOST_WORKER_ERRORS`)."""
-        lost = tuple(getattr(self._ray.exceptions, name) for name in LOST_WORKER_ERRORS
-                     if hasattr(self._ray.exceptions, name))
         try:
             return self._ray.get(ref)
-        except lost as exc:
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
-            raise WorkerLost(f"job {index} (in submission order) was lost: its Ray worker died beyond Ray's retries "
-                             f"({type(exc).__name__}: {first}); the {index} job(s) before it were delivered (a "
-                             "collection keeps those episodes: run the same command again to resume)") from None
+        except self._lost_errors() as exc:
+            raise self._lost(exc, f"job {index} (in submission order) was lost",
+                             f"; the {index} job(s) before it were delivered (a collection keeps those episodes: "
+                             "run the same command again to resume)") from None
+
+    def _lost_errors(self) -> tuple[type[BaseException], ...]:
+        """The classes of :data:`LOST_WORKER_ERRORS` this Ray has."""
+        return tuple(getattr(self._ray.exceptions, name) for name in LOST_WORKER_ERRORS
+                     if hasattr(self._ray.exceptions, name))
+
+    @staticmethod
+    def _lost(exc: BaseException, what: str, after: str) -> WorkerLost:
+        """A one-line :class:`WorkerLost` for Ray's ``exc``: ``what``, the cause, then ``after``."""
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return WorkerLost(f"{what}: its Ray worker died beyond Ray's retries ({type(exc).__name__}: {first}){after}")
 
     def map(self, fn: Callable, jobs: Iterable) -> list:
         """``[fn(job) for job in jobs]``, run on the workers."""

@@ -12,6 +12,7 @@ file written before they existed is read as if every episode used the file's ``m
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from contactkit.data.schema import (
     SCENE_BYTES,
     SCENE_INDEX_FIELDS,
     SCHEMA_VERSION,
+    SOURCE_BYTES,
+    SOURCE_INDEX_FIELDS,
     STATE_FIELDS,
     STEP_FIELDS,
     DatasetMeta,
@@ -271,6 +274,34 @@ class Dataset:
             return np.asarray(self._f[SCENE_BYTES][start:stop], dtype=np.uint8).tobytes()
         except _H5_ERRORS as exc:
             raise DatasetError(f"{self.path}: cannot read {SCENE_BYTES} {start}:{stop} ({exc})") from None
+
+    def source(self, i: int) -> dict | None:
+        """Episode ``i``'s provenance (e.g. a robot log's ``file``, ``sha256``, ``stamp``, ``start_ns``), or None
+        (a collected episode, or a file written before provenance was stored).
+
+        Raises:
+            DatasetError: ``i`` out of range, or the stored provenance is not a JSON object.
+        """
+        i = self._check_range(i)
+        names = [SOURCE_BYTES, *(f"episodes/{k}" for k in SOURCE_INDEX_FIELDS)]
+        if not all(name in self._f for name in names):
+            return None
+        try:
+            a = int(self._f["episodes/source_start"][i])
+            m = int(self._f["episodes/source_length"][i])
+            if m == 0:
+                return None
+            raw = np.asarray(self._f[SOURCE_BYTES][a:a + m], dtype=np.uint8).tobytes()
+            value = json.loads(raw.decode("utf-8"))
+        except (*_H5_ERRORS, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DatasetError(f"{self.path}: episode {i}'s stored source cannot be read ({exc})") from None
+        if not isinstance(value, dict) or len(raw) != m:
+            raise DatasetError(f"{self.path}: episode {i}'s stored source is not a JSON object")
+        return value
+
+    def sources(self) -> list[dict | None]:
+        """:meth:`source` of every committed episode."""
+        return [self.source(i) for i in range(len(self))]
 
     def _stored_scene(self, i: int, blob: bytes | None = None) -> str | None:
         """Episode ``i``'s own scene text (None if it uses meta.scene), decoded from ``blob`` (all the

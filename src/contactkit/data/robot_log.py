@@ -16,6 +16,7 @@ Velocities are not logged and come from finite differences (:func:`finite_differ
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -45,6 +46,10 @@ MAX_PLAUSIBLE_FORCE = 1000.0
 
 MAX_PLAUSIBLE_TORQUE = 100.0
 """Largest plausible F/T torque component [N·m]; larger values usually mean newton-millimetres."""
+
+MAX_LOG_BYTES = 1 << 31
+"""Largest CSV log read [bytes] (2 GiB: an hour of a 1 kHz F/T and pose log is about 0.4 GB); a log is read whole,
+at most this plus one byte, through :func:`contactkit.files.read_bounded_text` (a FIFO or a device is refused)."""
 
 LOG_BACKEND = "robot-log"
 """``backend`` attribute of datasets imported from logs."""
@@ -100,16 +105,36 @@ def _parse_value(path: str, line_no: int, column: str, text: str) -> float:
     return value
 
 
+def read_log_text(path: str | os.PathLike) -> io.StringIO:
+    """The text of a CSV log as a stream for :mod:`csv` (newlines kept as written): a regular file of at most
+    :data:`MAX_LOG_BYTES`, UTF-8 (:func:`contactkit.files.read_bounded`).
+
+    Raises:
+        DatasetError: missing, a FIFO, a device, a directory, too large or not UTF-8 — one line naming the file.
+    """
+    from contactkit.files import read_bounded
+
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        raise DatasetError(f"{path}: no such log file")
+    data = read_bounded(path, MAX_LOG_BYTES, lambda problem: DatasetError(f"{path}: log file {problem}"))
+    try:
+        return io.StringIO(data.decode("utf-8"), newline="")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not a readable CSV text file (not UTF-8: byte {data[exc.start]:#04x} at offset "
+                           f"{exc.start})") from None
+
+
 def read_log_table(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Parse a log into float64 columns ``{name: (N,)}`` and the file line number of each sample ``(N,)``.
 
     Raises:
-        DatasetError: the file is missing, not text, lacks columns, or has a malformed or non-finite
-            value — naming the file, line and column.
+        DatasetError: the file is missing, not a regular file, not text, lacks columns, or has a malformed or
+            non-finite value — naming the file, line and column.
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with read_log_text(path) as f:
             rows = _rows(path, f)
             cols, _ = _header(path, rows)
             values, lines = [], []
@@ -118,9 +143,7 @@ def read_log_table(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], np.n
                     raise DatasetError(f"{path}: line {line_no}: {len(row)} fields, the header has more")
                 values.append([_parse_value(path, line_no, c, row[i]) for c, i in cols.items()])
                 lines.append(line_no)
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such log file") from None
-    except (UnicodeDecodeError, csv.Error, IsADirectoryError) as exc:
+    except csv.Error as exc:
         raise DatasetError(f"{path}: not a readable CSV text file ({exc})") from None
     table = np.asarray(values, dtype=np.float64).reshape(len(values), len(cols))
     return {c: table[:, k] for k, c in enumerate(cols)}, np.asarray(lines, dtype=np.int64)

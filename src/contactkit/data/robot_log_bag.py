@@ -119,8 +119,24 @@ def _collect(reader, path: str, mapping: LogMapping) -> dict:
             continue
         header, values = got
         t = stamp if mapping.stamp == "receive" else int(header.stamp.sec) * 10**9 + int(header.stamp.nanosec)
-        rows[kind].append((t, index, values))
+        rows[kind].append((t + spec.offset_ns, index, values))
     return rows
+
+
+def check_bag_path(path: str) -> None:
+    """Refuse, before the bag is opened, a path that is neither a folder nor a regular file (a FIFO would block the
+    storage reader, a device be read without end), and a bag folder holding such a file."""
+    import stat
+
+    from contactkit.files import PathKind, expect_path
+
+    if os.path.isdir(path):
+        for entry in os.scandir(path):
+            mode = entry.stat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise DatasetError(f"{path}: bag folder holds {entry.name!r}, which is not a regular file")
+        return
+    expect_path(path, PathKind.FILE, lambda problem: DatasetError(f"{path}: bag {problem} (or a bag folder)"))
 
 
 def read_bag_streams(path: str | os.PathLike, mapping: LogMapping,
@@ -142,6 +158,7 @@ def read_bag_streams(path: str | os.PathLike, mapping: LogMapping,
     path = os.fspath(path)
     if not os.path.exists(path):
         raise DatasetError(f"{path}: no such bag (a bag folder, or a .mcap or .db3 file)")
+    check_bag_path(path)
     try:
         with AnyReader([Path(path)], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
             rows = _collect(reader, path, mapping)

@@ -15,19 +15,25 @@ import os
 
 import numpy as np
 
-from contactkit.data.robot_log import LogLimits, _parse_value, _rows
-from contactkit.data.robot_log_mapping import LogMapping, QuatOrder, StreamKind, StreamSpec
+from contactkit.data.robot_log import LogLimits, _parse_value, _rows, read_log_text
+from contactkit.data.robot_log_mapping import LogMapping, QuatOrder, StreamKind, StreamSpec, euler_to_quat
 from contactkit.data.robot_log_resample import Stream, make_stream
 from contactkit.errors import DatasetError, InvalidInputError
+from contactkit.rotations import rotvec_to_quat
 
 _XYZW_TO_WXYZ = (3, 0, 1, 2)
+
+MAX_LOG_TIME_NS = 4_102_444_800 * 10**9
+"""Latest time a log may hold [ns]: 2100-01-01 as a Unix epoch stamp (a log's times are either time since its start
+or an epoch stamp, both far below); a later one is a time unit too large (``units.time: ms`` on a log in ns gives
+1e24 ns, past the int64 nanoseconds times are kept in)."""
 
 
 def _scales(spec: StreamSpec, mapping: LogMapping) -> np.ndarray:
     """SI factor of each of the stream's columns, in column order."""
     u = mapping.units
-    per_group = {"position": u.position, "quaternion": 1.0, "force": u.force, "torque": u.torque,
-                 "linear": u.position, "angular": u.angle}
+    per_group = {"position": u.position, "quaternion": 1.0, "rotvec": u.angle, "euler": u.angle, "force": u.force,
+                 "torque": u.torque, "linear": u.position, "angular": u.angle}
     if spec.kind is StreamKind.JOINTS:
         return np.ones(len(spec.names))
     return np.concatenate([np.full(len(cols), per_group[g]) for g, cols in spec.columns.items()])
@@ -50,6 +56,11 @@ def _time_ns(path: str, line: int, column: str, text: str, per_unit: int) -> int
         raise DatasetError(f"{path}: line {line}, column '{column}': {text.strip()[:40]!r} is not a number") from None
     if not value.is_finite():
         raise DatasetError(f"{path}: line {line}, column '{column}': value {text.strip()!r} is not finite")
+    if abs(value) > MAX_LOG_TIME_NS:
+        unit = {10**9: "s", 10**6: "ms", 10**3: "us", 1: "ns"}.get(per_unit, "?")
+        raise DatasetError(f"{path}: line {line}, column '{column}': time {text.strip()[:40]} {unit} is "
+                           f"{float(value) * 1e-9:.3g} s, past the year 2100 (MAX_LOG_TIME_NS); the time unit is too "
+                           f"large for this log: set mapping units.time to the log's unit (ns? us?)")
     return int(value.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
 
 
@@ -69,7 +80,7 @@ def _read_table(path: str, mapping: LogMapping, wanted: dict) -> dict:
     """``{key: [(line, fields or None)]}`` per stream, plus the time column, from the file."""
     samples: dict = {k: [] for k in wanted}
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with read_log_text(path) as f:
             rows = _rows(path, f)
             pos = None
             for line, row in rows:
@@ -83,9 +94,7 @@ def _read_table(path: str, mapping: LogMapping, wanted: dict) -> dict:
                     samples[k].append((line, [row[i] for i in idx]))
             if pos is None:
                 raise DatasetError(f"{path}: no header row (the file is empty)")
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such log file") from None
-    except (UnicodeDecodeError, csv.Error, IsADirectoryError) as exc:
+    except csv.Error as exc:
         raise DatasetError(f"{path}: not a readable CSV text file ({exc})") from None
     return samples
 
@@ -106,8 +115,14 @@ def _stream(path, spec: StreamSpec, mapping, cols, rows, times, limits) -> Strea
     if not values:
         raise DatasetError(f"{path}: the {spec.kind.value} columns {list(cols)} hold no sample")
     v = np.asarray(values, dtype=np.float64) * _scales(spec, mapping)
-    if spec.kind in (StreamKind.POSE, StreamKind.COMMAND_POSE) and mapping.quaternion_order is QuatOrder.XYZW:
-        v[:, 3:] = v[:, 3:][:, _XYZW_TO_WXYZ]
+    if spec.kind in (StreamKind.POSE, StreamKind.COMMAND_POSE):
+        if "rotvec" in spec.columns:
+            v = np.concatenate([v[:, :3], rotvec_to_quat(v[:, 3:])], axis=1)
+        elif "euler" in spec.columns:
+            v = np.concatenate([v[:, :3], euler_to_quat(v[:, 3:], mapping.euler)], axis=1)
+        elif mapping.quaternion_order is QuatOrder.XYZW:
+            v[:, 3:] = v[:, 3:][:, _XYZW_TO_WXYZ]
+    keep = [t + spec.offset_ns for t in keep]
     return make_stream(spec.kind, keep, v, ids, f"{path}: line {{id}}, columns {', '.join(cols)}", limits)
 
 

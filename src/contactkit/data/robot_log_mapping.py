@@ -6,10 +6,12 @@ A mapping is a YAML or JSON object (YAML is read with a safe loader: no tags, no
     control_rate: 10            # Hz: the episode's control period is 1 / control_rate
     units: {time: ms, position: mm, force: N, torque: N*mm, angle: deg}
     quaternion_order: xyzw      # CSV only; a ROS message names its fields
+    euler: xyz                  # CSV only, for an 'euler' orientation group: axes, lower case extrinsic
     time_column: stamp          # CSV only
     streams:
       pose:    {columns: {position: [x, y, z], quaternion: [qx, qy, qz, qw]}, topic: /tool_pose}
-      wrench:  {columns: {force: [fx, fy, fz], torque: [tx, ty, tz]}, topic: /ft_sensor/wrench}
+               # or rotvec: [rx, ry, rz] (a UR controller's TCP pose), or euler: [a, b, c] (with 'euler:')
+      wrench:  {columns: {force: [fx, fy, fz], torque: [tx, ty, tz]}, topic: /ft_sensor/wrench, offset_s: -0.03}
       twist:   {columns: {linear: [vx, vy, vz], angular: [wx, wy, wz]}, topic: /tool_twist, frame: world}
       command_pose: {columns: {position: [...], quaternion: [...]}, topic: /target_pose}
     frames:
@@ -53,6 +55,21 @@ in position units per second, angular velocity in angle units per second; ``angl
 TIME_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 """Nanoseconds per time unit (times are kept as integer nanoseconds)."""
 
+MAX_STREAM_OFFSET_S = 60.0
+"""Largest ``offset_s`` of a stream [s]: two clocks of one cell that disagree by more are not synchronised at all
+(NTP keeps machines within milliseconds; an unsynchronised clock drifts seconds a day); a larger value is a unit or
+sign mistake."""
+
+ORIENTATION_GROUPS = {"quaternion": 4, "rotvec": 3, "euler": 3}
+"""How a pose stream's orientation may be logged in a CSV: a quaternion (``quaternion_order``), a rotation vector
+(axis × angle, ``units.angle``: a UR controller's TCP pose), or three Euler angles (``euler`` convention,
+``units.angle``)."""
+
+EULER_AXES = "xyz"
+"""Axis letters of an ``euler`` convention: three of them, no two neighbours equal (``xyz``, ``zyx``, ``zyz``...);
+lower case are extrinsic (about the fixed axes, in order: ``xyz`` is roll-pitch-yaw, ``R = Rz Ry Rx``), upper case
+intrinsic (about the turning axes: ``ZYX`` equals extrinsic ``xyz``)."""
+
 
 class QuatOrder(str, enum.Enum):
     """Order of the four quaternion columns of a CSV log."""
@@ -73,11 +90,20 @@ class TwistFrame(str, enum.Enum):
 class FtSampling(str, enum.Enum):
     """How the F/T reading of a control step is taken from the logged readings."""
 
+    AUTO = "auto"
+    """The default: ``mean`` when the F/T stream has at least :data:`FT_MEAN_MIN_SAMPLES` samples per control
+    period (a fast sensor: the mean synchronises and smooths), else ``end`` (a log already at the control rate,
+    which a mean over the step would blur: it mixes the reading with its neighbour)."""
     MEAN = "mean"
     """The mean over the step of the readings interpolated linearly (a synchronising filter, as in the Act-FIGNet
     paper Fig. 6)."""
     END = "end"
     """The reading interpolated at the end of the step."""
+
+
+FT_MEAN_MIN_SAMPLES = 2.0
+"""F/T samples per control period (median) from which ``ft_sampling: auto`` takes the step mean: with fewer, the
+readings are at the control rate and a mean would blend two steps' readings."""
 
 
 class StreamKind(str, enum.Enum):
@@ -128,6 +154,8 @@ class StreamSpec:
     columns: dict[str, tuple[str, ...]] | None = None
     child_frame: str | None = None
     names: tuple[str, ...] = ()
+    offset_ns: int = 0
+    """Added to the stream's times to put them on the log's common clock [ns] (mapping ``offset_s`` [s])."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +177,7 @@ class LogMapping:
         streams: the mapped streams by kind.
         units: unit factors.
         quaternion_order: CSV quaternion column order.
+        euler: the convention of a CSV ``euler`` orientation group (:data:`EULER_AXES`), or None.
         time_column: the CSV time column.
         twist_frame: frame of the logged twist.
         control_rate: control rate [Hz] or None (then the median interval of the pose stream).
@@ -163,10 +192,11 @@ class LogMapping:
     streams: dict[StreamKind, StreamSpec]
     units: Units = Units()
     quaternion_order: QuatOrder = QuatOrder.WXYZ
+    euler: str | None = None
     time_column: str = "t"
     twist_frame: TwistFrame = TwistFrame.WORLD
     control_rate: float | None = None
-    ft_sampling: FtSampling = FtSampling.MEAN
+    ft_sampling: FtSampling = FtSampling.AUTO
     stamp: str = "header"
     sensor: Transform = Transform()
     tool: Transform = Transform()
@@ -175,8 +205,8 @@ class LogMapping:
 
 
 _TOP_KEYS = {"control_rate", "units", "quaternion_order", "time_column", "streams", "frames", "ft_sampling",
-             "stamp"}
-_STREAM_KEYS = {"topic", "columns", "child_frame", "names", "frame"}
+             "stamp", "euler"}
+_STREAM_KEYS = {"topic", "columns", "child_frame", "names", "frame", "offset_s"}
 
 
 def _bad(source: str, key: str, what: str) -> InvalidInputError:
@@ -240,6 +270,12 @@ def _columns(source: str, kind: StreamKind, spec, names: tuple[str, ...]) -> dic
     if spec is None:
         return None
     parts = dict(STREAM_PARTS[kind])
+    if kind in (StreamKind.POSE, StreamKind.COMMAND_POSE) and isinstance(spec, dict):
+        given = [g for g in ORIENTATION_GROUPS if g in spec]
+        if len(given) != 1:
+            raise _bad(source, key, f"needs 'position' and one orientation group of {sorted(ORIENTATION_GROUPS)}, "
+                                    f"got {spec!r}")
+        parts = {"position": 3, given[0]: ORIENTATION_GROUPS[given[0]]}
     if not isinstance(spec, dict) or set(spec) != set(parts):
         raise _bad(source, key, f"needs exactly the groups {sorted(parts)}, got {spec!r}")
     out = {}
@@ -266,7 +302,46 @@ def _stream(source: str, kind: StreamKind, spec) -> tuple[StreamSpec, str | None
     if "frame" in spec and kind is not StreamKind.TWIST:
         raise _bad(source, f"{key}.frame", "only the twist stream takes a frame")
     columns = _columns(source, kind, spec.get("columns"), tuple(names))
-    return StreamSpec(kind, spec.get("topic"), columns, spec.get("child_frame"), tuple(names)), spec.get("frame")
+    offset = spec.get("offset_s", 0)
+    if not (isinstance(offset, (int, float)) and not isinstance(offset, bool) and math.isfinite(offset)
+            and abs(offset) <= MAX_STREAM_OFFSET_S):
+        raise _bad(source, f"{key}.offset_s", f"needs a number of seconds within ±{MAX_STREAM_OFFSET_S:g} "
+                                              f"(MAX_STREAM_OFFSET_S: clocks of one cell further apart are not "
+                                              f"synchronised at all), got {offset!r}")
+    offset_ns = int(round(offset * 1e9))
+    return (StreamSpec(kind, spec.get("topic"), columns, spec.get("child_frame"), tuple(names), offset_ns),
+            spec.get("frame"))
+
+
+def _euler(source: str, convention, streams: dict) -> str | None:
+    """The checked ``euler`` convention; required exactly when a stream logs its orientation as Euler angles."""
+    uses = [k.value for k, s in streams.items() if s.columns and "euler" in s.columns]
+    if convention is None:
+        if uses:
+            raise _bad(source, "euler", f"the {uses[0]} stream logs Euler angles: state their convention, e.g. "
+                                        "'euler: xyz' (extrinsic roll-pitch-yaw) or 'euler: ZYX' (intrinsic), and the "
+                                        "angle unit (units.angle: rad or deg)")
+        return None
+    ok = (isinstance(convention, str) and len(convention) == 3 and convention.lower() == convention.lower()
+          and (convention.islower() or convention.isupper()) and set(convention.lower()) <= set(EULER_AXES)
+          and convention[0].lower() != convention[1].lower() and convention[1].lower() != convention[2].lower())
+    if not ok:
+        raise _bad(source, "euler", f"needs three axes of 'xyz', all lower case (extrinsic) or all upper case "
+                                    f"(intrinsic), no two neighbours equal (e.g. xyz, ZYX, zyz), got {convention!r}")
+    if not uses:
+        raise _bad(source, "euler", "no stream logs an 'euler' orientation group")
+    return convention
+
+
+def euler_to_quat(angles: np.ndarray, convention: str) -> np.ndarray:
+    """Quaternions ``(N, 4)`` (w, x, y, z) of Euler angles ``(N, 3)`` [rad] in ``convention`` (:data:`EULER_AXES`):
+    extrinsic ``abc`` is ``R = R_c(γ) R_b(β) R_a(α)``, intrinsic ``ABC`` is ``R = R_A(α) R_B(β) R_C(γ)``."""
+    angles = np.asarray(angles, dtype=np.float64)
+    axes = np.eye(3)
+    q = [rotvec_to_quat(axes[EULER_AXES.index(a)] * angles[:, [k]]) for k, a in enumerate(convention.lower())]
+    if convention.islower():
+        return quat_mul(q[2], quat_mul(q[1], q[0]))
+    return quat_mul(q[0], quat_mul(q[1], q[2]))
 
 
 def mapping_from_dict(d, source: str = "<mapping>") -> LogMapping:
@@ -300,12 +375,14 @@ def mapping_from_dict(d, source: str = "<mapping>") -> LogMapping:
     if not isinstance(frames, dict) or not set(frames) <= {"sensor", "tool", "base"}:
         raise _bad(source, "frames", f"needs an object with keys among ['base', 'sensor', 'tool'], got {frames!r}")
     transforms = {k: _transform(source, f"frames.{k}", v, units) for k, v in frames.items()}
+    euler = _euler(source, d.get("euler"), streams)
     return LogMapping(
         streams=streams, units=units, time_column=time_column, control_rate=None if rate is None else float(rate),
         quaternion_order=QuatOrder(_choice(source, "quaternion_order", d.get("quaternion_order", "wxyz"),
                                            [q.value for q in QuatOrder])),
         twist_frame=TwistFrame(_choice(source, "streams.twist.frame", twist_frame, [f.value for f in TwistFrame])),
-        ft_sampling=FtSampling(_choice(source, "ft_sampling", d.get("ft_sampling", "mean"),
+        euler=euler,
+        ft_sampling=FtSampling(_choice(source, "ft_sampling", d.get("ft_sampling", "auto"),
                                        [f.value for f in FtSampling])),
         stamp=_choice(source, "stamp", d.get("stamp", "header"), ["header", "receive"]),
         source=source, **transforms)
@@ -317,14 +394,10 @@ def load_mapping(path: str | os.PathLike) -> LogMapping:
     Raises:
         InvalidInputError: a missing, oversized, unparsable file, or a bad key — naming the file and key.
     """
+    from contactkit.files import read_bounded
+
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_MAPPING_BYTES + 1)
-    except (FileNotFoundError, IsADirectoryError):
-        raise InvalidInputError(f"{path}: no such mapping file") from None
-    if len(raw) > MAX_MAPPING_BYTES:
-        raise InvalidInputError(f"{path}: mapping file larger than {MAX_MAPPING_BYTES} bytes")
+    raw = read_bounded(path, MAX_MAPPING_BYTES, lambda problem: InvalidInputError(f"{path}: mapping file {problem}"))
     try:
         text = raw.decode("utf-8")
         if path.lower().endswith(".json"):

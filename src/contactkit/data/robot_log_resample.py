@@ -11,7 +11,8 @@ for all sources (so a bag and the equivalent CSV give the same arrays):
 3. states at ``g_k``: positions and logged velocities interpolated linearly, orientations by slerp; without a
    logged twist, velocities are finite differences of the resampled poses;
 4. step k's F/T reading ``wrench[k]``: the mean over ``[g_k, g_{k+1}]`` of the linearly interpolated readings
-   (``ft_sampling: mean``, a synchronising box filter) or the reading at ``g_{k+1}`` (``end``), mapped to
+   (``ft_sampling: mean``, a synchronising box filter) or the reading at ``g_{k+1}`` (``end``; ``auto``, the
+   default, takes ``mean`` for a sensor logged at least twice per control period, else ``end``), mapped to
    contactkit's sensor frame: ``f = R_s f_log``, ``τ = R_s τ_log + p_s × f``;
 5. commands held (zero-order) from the last logged command at or before ``g_k``: a commanded wrench (logged base
    frame, about the logged body's origin) becomes ``action[k]``: rotated into the world and moved to the tool
@@ -29,7 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contactkit.data.robot_log_mapping import FtSampling, LogMapping, StreamKind, Transform, TwistFrame
+from contactkit.data.robot_log_mapping import (
+    FT_MEAN_MIN_SAMPLES,
+    FtSampling,
+    LogMapping,
+    StreamKind,
+    Transform,
+    TwistFrame,
+)
 from contactkit.data.schema import Episode
 from contactkit.errors import DatasetError, InvalidInputError
 from contactkit.model import ActionMode
@@ -123,6 +131,12 @@ class ImportedLog:
     action_mode: ActionMode
     logged_velocity: bool
     control_dt: float
+    start_ns: int = 0
+    """The first grid time on the log's clock [ns] (an epoch stamp for most robot logs)."""
+    ft_sampling: FtSampling = FtSampling.MEAN
+    """How the step readings were formed (``auto`` resolved)."""
+    warnings: tuple[str, ...] = ()
+    """Named warnings of the consistency checks (:mod:`contactkit.data.robot_log_checks`), one line each."""
 
 
 def _apply_pose_frames(pos: np.ndarray, quat: np.ndarray, base: Transform, tool: Transform):
@@ -264,7 +278,8 @@ def episode_from_streams(streams: dict[StreamKind, Stream], mapping: LogMapping,
     lin_vel, ang_vel = _velocities(streams, mapping, grid, pos, quat, t, raw_quat)
     ws = streams[StreamKind.WRENCH]
     ft = _sensor_wrench(ws.values, mapping.sensor)
-    if mapping.ft_sampling is FtSampling.MEAN:
+    sampling = resolve_ft_sampling(mapping.ft_sampling, ws.times_ns, step)
+    if sampling is FtSampling.MEAN:
         wrench = interval_means(ws.times_ns, ft, grid)
     else:
         wrench = interpolate_linear(ws.times_ns, ft, grid[1:])
@@ -284,4 +299,13 @@ def episode_from_streams(streams: dict[StreamKind, Stream], mapping: LogMapping,
         rel *= np.where(rel[:, :1] < 0.0, -1.0, 1.0)
         command, mode = np.concatenate([p_d - pos[:-1], quat_to_rotvec(rel)], axis=-1), ActionMode.POSE_DELTA
     episode = Episode(t, pos, quat, lin_vel, ang_vel, action, command, wrench).validated(mapping.source)
-    return ImportedLog(episode, has_action, mode, StreamKind.TWIST in streams, step * 1e-9)
+    return ImportedLog(episode, has_action, mode, StreamKind.TWIST in streams, step * 1e-9, int(grid[0]), sampling)
+
+
+def resolve_ft_sampling(sampling: FtSampling, ft_times_ns: np.ndarray, step_ns: int) -> FtSampling:
+    """``auto`` → ``mean`` when the F/T stream has at least :data:`FT_MEAN_MIN_SAMPLES` samples per control period
+    (median interval), else ``end``; ``mean`` and ``end`` as given."""
+    if sampling is not FtSampling.AUTO:
+        return sampling
+    interval = float(np.median(np.diff(ft_times_ns))) if len(ft_times_ns) > 1 else float("inf")
+    return FtSampling.MEAN if step_ns >= FT_MEAN_MIN_SAMPLES * interval else FtSampling.END

@@ -52,6 +52,15 @@ SCENE_INDEX_FIELDS: tuple[str, ...] = ("scene_start", "scene_length")
 SCENE_BYTES = "scenes/bytes"
 """uint8 dataset holding the UTF-8 text of the per-episode scenes, concatenated."""
 
+SOURCE_BYTES = "sources/bytes"
+"""uint8 dataset holding, concatenated, the UTF-8 JSON provenance of each episode imported from a file (robot logs:
+``{"file", "sha256", "stamp", "start_ns", "format"}``); optional (files without it, and collected episodes, have
+none)."""
+
+SOURCE_INDEX_FIELDS: tuple[str, ...] = ("source_start", "source_length")
+"""Index fields (group ``episodes/``) of the per-episode provenance: ``(-1, 0)`` for an episode without one; extended
+before ``episodes/length``, so a committed episode always has its entry."""
+
 NO_SEED = -1
 """Value of ``episodes/seed`` for an episode stored without a seed."""
 

@@ -24,6 +24,7 @@ second writer away from a file that is being written.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ from contactkit.data.schema import (
     NO_SCENE_START,
     NO_SEED,
     SCENE_BYTES,
+    SOURCE_BYTES,
+    SOURCE_INDEX_FIELDS,
     STATE_FIELDS,
     STEP_FIELDS,
     DatasetMeta,
@@ -79,7 +82,16 @@ def _create_layout(path: str, meta: DatasetMeta, chunk_rows: int) -> h5py.File:
     for key in INDEX_FIELDS:
         f.create_dataset(f"episodes/{key}", shape=(0,), maxshape=(None,), chunks=(INDEX_CHUNK_ROWS,),
                          dtype=np.int64)
+    _add_source_storage(f, 0)
     return f
+
+
+def _add_source_storage(f: h5py.File, n: int) -> None:
+    """Create the per-episode provenance datasets, ``n`` episodes without one (a file from before them)."""
+    f.create_dataset(SOURCE_BYTES, shape=(0,), maxshape=(None,), chunks=(SCENE_CHUNK_BYTES,), dtype=np.uint8)
+    for key, fill in zip(SOURCE_INDEX_FIELDS, (-1, 0), strict=True):
+        f.create_dataset(f"episodes/{key}", data=np.full(n, fill, dtype=np.int64), maxshape=(None,),
+                         chunks=(INDEX_CHUNK_ROWS,), dtype=np.int64)
 
 
 def _fsync_path(path: str) -> None:
@@ -141,6 +153,15 @@ def _copy_committed(src: str, tmp: str, chunk_rows: int) -> None:
         for key in INDEX_FIELDS:  # a file without per-episode scenes gives NO_SCENE_START / 0
             out[f"episodes/{key}"].resize((idx.n_episodes,))
             out[f"episodes/{key}"][:] = getattr(idx, key)
+        blob = b"".join(json.dumps(s, sort_keys=True).encode("utf-8") if s is not None else b"" for s in ds.sources())
+        lengths = [len(json.dumps(s, sort_keys=True).encode("utf-8")) if s is not None else 0 for s in ds.sources()]
+        out[SOURCE_BYTES].resize((len(blob),))
+        out[SOURCE_BYTES][:] = np.frombuffer(blob, dtype=np.uint8)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if lengths else np.zeros(0, np.int64)
+        for key, values in zip(SOURCE_INDEX_FIELDS, (np.where(np.asarray(lengths) > 0, starts, -1), lengths),
+                               strict=True):
+            out[f"episodes/{key}"].resize((idx.n_episodes,))
+            out[f"episodes/{key}"][:] = np.asarray(values, dtype=np.int64)
 
 
 @dataclass
@@ -153,6 +174,7 @@ class _Tail:
     step_rows: int
     scene_bytes: int
     last_scene: tuple[bytes, int] | None
+    source_bytes: int = 0
 
 
 def _trim_to_committed(f: h5py.File) -> _Tail:
@@ -171,7 +193,14 @@ def _trim_to_committed(f: h5py.File) -> _Tail:
         last = (f[SCENE_BYTES][a:a + m].tobytes(), a)
     used = 0 if last is None else last[1] + len(last[0])
     f[SCENE_BYTES].resize((used,))
-    return _Tail(n, steps + n, steps, used, last)
+    if SOURCE_BYTES not in f:  # a file from before per-episode provenance
+        _add_source_storage(f, n)
+    for key in SOURCE_INDEX_FIELDS:
+        f[f"episodes/{key}"].resize((n,))
+    ends = f["episodes/source_start"][:] + f["episodes/source_length"][:]
+    source_used = int(ends[f["episodes/source_length"][:] > 0].max(initial=0))
+    f[SOURCE_BYTES].resize((source_used,))
+    return _Tail(n, steps + n, steps, used, last, source_used)
 
 
 class DatasetWriter:
@@ -291,10 +320,12 @@ class DatasetWriter:
                  "scene_length": scene_length, "length": T}
         return entry, stored
 
-    def append_episode(self, episode: Episode) -> int:
+    def append_episode(self, episode: Episode, *, source: dict | None = None) -> int:
         """Validate ``episode`` and commit it atomically; returns its index in the file.
 
-        An episode whose ``scene`` is byte-for-byte the last stored scene shares its stored copy.
+        An episode whose ``scene`` is byte-for-byte the last stored scene shares its stored copy. ``source`` is the
+        episode's provenance (a JSON-serialisable dict, e.g. a robot log's file, sha256, stamp mode and start
+        time), committed with it (:meth:`~contactkit.data.reader.Dataset.source`).
 
         Raises:
             InvalidInputError: the episode is malformed (naming the field and step, or the scene problem).
@@ -307,9 +338,19 @@ class DatasetWriter:
         ep = episode.validated()
         n = self._tail.episodes
         try:
+            source_data = json.dumps(source, sort_keys=True).encode("utf-8") if source is not None else b""
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"append_episode: source must be a JSON-serialisable dict ({exc})") from None
+        try:
             entry, stored = self._write_rows(ep)
+            entry["source_start"], entry["source_length"] = -1, len(source_data)
+            if source_data:
+                ds = self._f[SOURCE_BYTES]
+                entry["source_start"] = self._tail.source_bytes
+                ds.resize((self._tail.source_bytes + len(source_data),))
+                ds[self._tail.source_bytes:] = np.frombuffer(source_data, dtype=np.uint8)
             self._sync()
-            for key in INDEX_FIELDS:  # "length" is last: extending it commits the episode
+            for key in (*SOURCE_INDEX_FIELDS, *INDEX_FIELDS):  # "length" is last: extending it commits the episode
                 if key == "length":
                     self._sync()
                 ds = self._f[f"episodes/{key}"]
@@ -324,6 +365,7 @@ class DatasetWriter:
             tail.last_scene = (stored, tail.scene_bytes)
             tail.scene_bytes += len(stored)
         tail.episodes += 1
+        tail.source_bytes += len(source_data)
         tail.state_rows += ep.n_steps + 1
         tail.step_rows += ep.n_steps
         return n
@@ -331,7 +373,7 @@ class DatasetWriter:
     def _abort(self) -> None:
         """After a failed append: un-extend the index (best effort), close; resume trims stray rows."""
         try:
-            for key in INDEX_FIELDS:
+            for key in (*SOURCE_INDEX_FIELDS, *INDEX_FIELDS):
                 ds = self._f[f"episodes/{key}"]
                 if ds.shape[0] > self._tail.episodes:
                     ds.resize((self._tail.episodes,))

@@ -52,8 +52,10 @@ POSE13_VEL = slice(7, 13)
 POSE13_TANGENT_DIM = 12
 """Noise dimension of a POSE13 state: ``[dpos(3) m, rotvec(3) rad, dlin_vel(3) m/s, dang_vel(3) rad/s]``."""
 
-MotionFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""``motion_fn(particles (N, D), action) -> (N, D)``: a batched deterministic model step."""
+MotionFn = Callable[[np.ndarray, np.ndarray], "np.ndarray | tuple[np.ndarray, np.ndarray]"]
+"""``motion_fn(particles (N, D), action) -> (N, D)``: a batched deterministic model step; or ``-> ((N, D), diverged
+(N,) bool)`` for a model with a per-element status (:func:`contactkit.model.step_with_status`): a flagged particle
+gets weight 0 (its state is kept, never averaged) and is dropped at the next resampling."""
 
 
 class NoiseSpace(enum.Enum):
@@ -247,18 +249,34 @@ def predict(
         space: state space.
 
     Returns:
-        ParticleBelief with moved, perturbed particles and the same log-weights.
+        ParticleBelief with moved, perturbed particles and the same log-weights, except that a particle
+        ``motion_fn`` flags as diverged gets log-weight ``-inf`` (weight 0).
 
     Raises:
-        InvalidInputError: if ``motion_fn`` returns a wrong shape or non-finite states.
+        InvalidInputError: if ``motion_fn`` returns a wrong shape or non-finite states (of particles it does not
+            flag), or flags every particle that had weight.
     """
     view = belief.particles.view()
-    moved = np.asarray(motion_fn(view, action), dtype=np.float64)
+    out = motion_fn(view, action)
+    moved, diverged = out if isinstance(out, tuple) else (out, None)
+    moved = np.asarray(moved, dtype=np.float64)
     if moved.shape != belief.particles.shape:
         raise InvalidInputError(f"motion_fn returned shape {moved.shape}, expected {belief.particles.shape}")
+    log_weights = belief.log_weights
+    if diverged is not None:
+        diverged = np.asarray(diverged, dtype=bool)
+        if diverged.shape != (belief.n_particles,):
+            raise InvalidInputError(f"motion_fn's diverged flags must be ({belief.n_particles},), got {diverged.shape}")
+        if diverged.any():
+            log_weights = np.where(diverged, -np.inf, log_weights)
+            if not np.any(np.isfinite(log_weights)):
+                raise InvalidInputError(f"every particle with weight diverged in the motion update "
+                                        f"({int(diverged.sum())} of {belief.n_particles} flagged by the model)")
+            moved = np.where(diverged[:, None], belief.particles, moved)
+            log_weights = normalize_log_weights(log_weights)
     if not np.all(np.isfinite(moved)):
         raise InvalidInputError("motion_fn returned NaN or inf states")
-    return ParticleBelief(perturb(moved, process_noise_std, rng, space), belief.log_weights)
+    return ParticleBelief(perturb(moved, process_noise_std, rng, space), log_weights)
 
 
 def update(

@@ -43,7 +43,7 @@ from contactkit.estimation.particle_filter import (
     update,
 )
 from contactkit.estimation.resampling import effective_sample_size
-from contactkit.model import ContactModel, rollout
+from contactkit.model import ContactModel, check_control_period, rollout, step_with_status
 from contactkit.rotations import (
     quat_angle_between,
     quat_conj,
@@ -91,11 +91,15 @@ class RecordedEpisode:
             for scoring only, never by the filter after the start).
         actions: ``(T, 6)`` applied actions in the model's ``action_mode`` units.
         wrenches: ``(T, 6)`` measured F/T readings during each step, sensor frame [N, N·m].
+        control_dt: the log's control period [s] (a dataset's ``meta.control_dt``), or None when unknown; given,
+            :func:`track`, :func:`one_step_residuals` and :func:`calibrate_noise` refuse a model of another period
+            (:func:`~contactkit.model.check_control_period`).
     """
 
     states: BodyState
     actions: np.ndarray
     wrenches: np.ndarray
+    control_dt: float | None = None
 
     def __post_init__(self) -> None:
         self.states.validated("RecordedEpisode.states")
@@ -109,6 +113,15 @@ class RecordedEpisode:
                 raise InvalidInputError(f"RecordedEpisode.{name} must be finite ({t[0] - 1}, 6), got {arr.shape}")
         object.__setattr__(self, "actions", actions)
         object.__setattr__(self, "wrenches", wrenches)
+        dt = self.control_dt
+        if dt is not None and (isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating))
+                               or not np.isfinite(dt) or dt <= 0):
+            raise InvalidInputError(f"RecordedEpisode.control_dt must be None or a finite number > 0 [s], got {dt!r}")
+
+    def check_model(self, model: ContactModel) -> None:
+        """Refuse a model whose control period is not the log's (when the log's is known)."""
+        if self.control_dt is not None:
+            check_control_period(float(model.control_dt), float(self.control_dt), "recorded episode")
 
     @property
     def n_steps(self) -> int:
@@ -219,6 +232,7 @@ def one_step_residuals(model: ContactModel, episode: RecordedEpisode) -> tuple[n
         :func:`~contactkit.estimation.particle_filter.perturb`), linear [m/s] and angular [rad/s] velocity —
         and the reading minus the predicted reading [N, N·m], sensor frame.
     """
+    episode.check_model(model)
     states = episode.states.as_array()
     window = constant_velocity_window(states[:-1], int(model.history), float(model.control_dt))
     nxt, wrench = model.step(window, episode.actions)
@@ -277,10 +291,11 @@ def _filter(model: ContactModel, episode: RecordedEpisode, config: TrackingConfi
     h, dt = int(model.history), float(model.control_dt)
     predicted: dict[str, np.ndarray] = {}
 
-    def motion(particles: np.ndarray, action: np.ndarray) -> np.ndarray:
+    def motion(particles: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         window = constant_velocity_window(particles, h, dt)
-        nxt, predicted["wrench"] = model.step(window, np.broadcast_to(action, (len(particles), 6)))
-        return nxt.as_array()
+        nxt, predicted["wrench"], predicted["diverged"] = step_with_status(
+            model, window, np.broadcast_to(action, (len(particles), 6)))
+        return nxt.as_array(), predicted["diverged"]
 
     estimates, ess = [estimate(belief, space)], []
     for t in range(episode.n_steps):
@@ -288,7 +303,8 @@ def _filter(model: ContactModel, episode: RecordedEpisode, config: TrackingConfi
         belief = update(belief, predicted["wrench"], episode.wrenches[t], pf.measurement_std)
         estimates.append(estimate(belief, space))
         ess.append(effective_sample_size(belief.log_weights))
-        belief = maybe_resample(belief, pf.resample_threshold, rng)
+        # a particle the model flagged as diverged is resampled away at once, whatever the ESS
+        belief = maybe_resample(belief, 1.0 if predicted["diverged"].any() else pf.resample_threshold, rng)
     estimates = np.stack(estimates)
     pos_err, rot_err = _errors(estimates, episode.states)
     return TrackingResult(mode, estimates, pos_err, rot_err, np.array(ess))
@@ -318,6 +334,7 @@ def track(
         :class:`TrackingResult` with ``(T + 1,)`` position [m] and orientation [rad] errors.
     """
     mode = TrackingMode(mode)
+    episode.check_model(model)
     if mode is TrackingMode.MOTION_ONLY:
         return _motion_only(model, episode)
     start = episode.states.index(0)

@@ -60,7 +60,31 @@ class MujocoContactModel:
         self.last_clipped = np.zeros(0, dtype=bool)
 
     def step(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray]:
-        """One control step for every batch element (see :class:`~contactkit.model.ContactModel`)."""
+        """One control step for every batch element (see :class:`~contactkit.model.ContactModel`).
+
+        Raises:
+            SimulationDiverged: some element diverged (naming them); no result is returned for the batch.
+            :meth:`step_with_status` steps the others and flags those instead.
+        """
+        state, wrench, diverged = self.step_with_status(history, action)
+        if diverged.any():
+            raise SimulationDiverged(f"MujocoContactModel.step: {self.last_divergence}; no result is returned for "
+                                     "this batch (step_with_status steps the other elements and flags these)")
+        return state, wrench
+
+    def step_with_status(self, history: BodyState, action: np.ndarray) -> tuple[BodyState, np.ndarray, np.ndarray]:
+        """One control step for every batch element, with each element's status
+        (:func:`contactkit.model.step_with_status`).
+
+        An element is diverged when MuJoCo reset it (its sub-step times jump) or raised a warning of
+        :data:`~contactkit.mujoco.diverged.UNTRUSTED_WARNINGS` while stepping it (a batch that warns is stepped
+        again one element at a time to find which). A diverged element keeps its input state (the last of its
+        history) and its reading is NaN; the others are stepped as in a batch without it. Nothing is printed or
+        logged; :attr:`last_divergence` says why, for messages.
+
+        Returns:
+            ``(next_state (*B,), wrench (*B, 6), diverged (*B,) bool)``.
+        """
         state = BodyState(history.pos[..., -1, :], history.quat[..., -1, :], history.lin_vel[..., -1, :],
                           history.ang_vel[..., -1, :])
         batch = state.batch_shape
@@ -71,6 +95,24 @@ class MujocoContactModel:
             raise InvalidInputError(f"actions must be finite with shape {batch + (6,)}, got {np.shape(action)}")
         flat.validated("history")
         init, ctrl = self._inputs(flat, action)
+        states, sensors, warned, messages = self._run(init, ctrl)
+        diverged = self._diverged(init, ctrl, states, warned, messages)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            out, reading = self._outputs(states, sensors, (init.shape[0],))
+        if diverged.any():
+            keep = lambda new, old: np.where(diverged[:, None], old, new)  # noqa: E731
+            out = BodyState(keep(out.pos, flat.pos), keep(out.quat, flat.quat), keep(out.lin_vel, flat.lin_vel),
+                            keep(out.ang_vel, flat.ang_vel))
+            reading = np.where(diverged[:, None], np.nan, reading)
+        shaped = BodyState(*(a.reshape(*batch, a.shape[-1]) for a in (out.pos, out.quat, out.lin_vel, out.ang_vel)))
+        return shaped, reading.reshape(*batch, 6), diverged.reshape(batch)
+
+    last_divergence: str = ""
+    """Why the last step's flagged elements diverged (empty when none did)."""
+
+    def _run(self, init: np.ndarray, ctrl: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """One ``mujoco.rollout`` of the ``b`` elements: sub-step states ``(b, n, nstate)``, sensors, the names of
+        the :data:`UNTRUSTED_WARNINGS` raised and the warning messages."""
         m, n, b = self.world.model, self.params.n_substeps, init.shape[0]
         states = np.empty((b, n, init.shape[1]))
         sensors = np.empty((b, n, m.nsensordata))
@@ -80,24 +122,32 @@ class MujocoContactModel:
             self._rollout.rollout([m] * b, self._datas, init, np.repeat(ctrl[:, None], n, axis=1),
                                   control_spec=int(CONTROL_SPEC), nstep=n, skip_checks=True, state=states,
                                   sensordata=sensors)
-        self._check(states, init[:, 0], messages)
-        return self._outputs(states, sensors, batch)
-
-    def _check(self, states: np.ndarray, t0: np.ndarray, messages: list[str]) -> None:
-        """Raise :class:`SimulationDiverged` when a batch element was reset by MuJoCo (its sub-step times jump) or
-        a warning of :data:`~contactkit.mujoco.diverged.UNTRUSTED_WARNINGS` was raised; the batch's outputs are
-        then not returned. ``states`` ``(b, n, nstate)``, ``t0`` ``(b,)`` [s]; nothing is printed or logged."""
         warned = sorted({mujoco.mjtWarning(k).name for data in self._datas for k in UNTRUSTED_WARNINGS
                          if data.warning[k].number})
+        return states, sensors, warned, messages
+
+    def _diverged(self, init: np.ndarray, ctrl: np.ndarray, states: np.ndarray, warned: list[str],
+                  messages: list[str]) -> np.ndarray:
+        """``(b,)`` bool: the elements MuJoCo reset (their sub-step times jump) or warned about (found by stepping
+        the others one at a time when the batch warned); sets :attr:`last_divergence`."""
         dt = self.world.model.opt.timestep
-        expected = t0[:, None] + dt * np.arange(1, states.shape[1] + 1)
-        reset = np.flatnonzero(np.any(np.abs(states[:, :, 0] - expected) > TIME_TOL_STEPS * dt, axis=1))
-        if len(reset) or warned:
-            where = f"batch elements {reset[:8].tolist()}{' …' if len(reset) > 8 else ''} were reset" if len(reset) \
-                else "the batch"
+        expected = init[:, :1] + dt * np.arange(1, states.shape[1] + 1)
+        diverged = np.any(np.abs(states[:, :, 0] - expected) > TIME_TOL_STEPS * dt, axis=1)
+        reset = np.flatnonzero(diverged)
+        if warned:
+            if len(diverged) == 1:
+                diverged[:] = True
+            else:
+                for i in np.flatnonzero(~diverged):
+                    diverged[i] = bool(self._run(init[i:i + 1], ctrl[i:i + 1])[2])
+        self.last_divergence = ""
+        if diverged.any():
+            bad = np.flatnonzero(diverged)
             text = "; ".join(dict.fromkeys(m.split(" Time =")[0].strip() for m in messages))
-            raise SimulationDiverged(f"MujocoContactModel.step: {where} ({', '.join(warned) or 'MuJoCo reset it'}"
-                                     f"{': ' + text if text else ''}); no result is returned for this batch")
+            how = "were reset" if len(reset) == len(bad) else "diverged"
+            self.last_divergence = (f"batch elements {bad[:8].tolist()}{' …' if len(bad) > 8 else ''} {how} "
+                                    f"({', '.join(warned) or 'MuJoCo reset them'}{': ' + text if text else ''})")
+        return diverged
 
     def _inputs(self, flat: BodyState, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Initial physics states ``(b, nstate)`` and per-element controls ``(b, ncontrol)``, vectorised.
