@@ -130,18 +130,26 @@ def rollout(model: ContactModel, history: BodyState, actions: np.ndarray) -> tup
     Returns:
         ``(states (*B, T), wrenches (*B, T, 6))``: the state after each step and the reading during it.
     """
-    actions = np.asarray(actions, dtype=np.float64)
+    states, wrenches, _ = _roll(lambda window, action: (*model.step(window, action), None), history,
+                                np.asarray(actions, dtype=np.float64))
+    return states, wrenches
+
+
+def _roll(step, history: BodyState, actions: np.ndarray) -> tuple[BodyState, np.ndarray, list]:
+    """``step(window, action) -> (state, wrench, status)`` over the ``T`` actions ``(*B, T, 6)`` from ``history``:
+    ``(states (*B, T), wrenches (*B, T, 6), [status per step])``."""
     window = history
-    states, wrenches = [], []
+    states, wrenches, statuses = [], [], []
     for t in range(actions.shape[-2]):
-        nxt, wrench = model.step(window, actions[..., t, :])
+        nxt, wrench, status = step(window, actions[..., t, :])
         states.append(nxt)
         wrenches.append(wrench)
+        statuses.append(status)
         window = _push(window, nxt)
     stack = lambda xs: np.stack(xs, axis=-2)  # noqa: E731
     return (BodyState(stack([s.pos for s in states]), stack([s.quat for s in states]),
                       stack([s.lin_vel for s in states]), stack([s.ang_vel for s in states])),
-            np.stack(wrenches, axis=-2))
+            np.stack(wrenches, axis=-2), statuses)
 
 
 def _push(window: BodyState, new: BodyState) -> BodyState:
@@ -229,16 +237,9 @@ def rollout_with_status(model: ContactModel, history: BodyState,
     actions = np.asarray(actions, dtype=np.float64)
     if actions.ndim < 2 or actions.shape[-1] != 6:
         raise InvalidInputError(f"actions must have shape (*B, T, 6), got {actions.shape}")
-    window = history
-    states, wrenches = [], []
+    states, wrenches, flags = _roll(lambda window, action: step_with_status(model, window, action), history,
+                                    actions)
     diverged = np.zeros(actions.shape[:-2], dtype=bool)
-    for t in range(actions.shape[-2]):
-        nxt, wrench, bad = step_with_status(model, window, actions[..., t, :])
+    for bad in flags:
         diverged |= np.asarray(bad, dtype=bool)
-        states.append(nxt)
-        wrenches.append(wrench)
-        window = _push(window, nxt)
-    stack = lambda xs: np.stack(xs, axis=-2)  # noqa: E731
-    return (BodyState(stack([s.pos for s in states]), stack([s.quat for s in states]),
-                      stack([s.lin_vel for s in states]), stack([s.ang_vel for s in states])),
-            np.stack(wrenches, axis=-2), diverged)
+    return states, wrenches, diverged

@@ -134,3 +134,27 @@ def test_at_rest_starts_any_state_as_a_reset_world_would(target):
     truth = [env.world.step(d, ActionMode.POSE_DELTA) for d in deltas]
     np.testing.assert_allclose(states.as_array()[0], np.stack([r.state.as_array() for r in truth]), rtol=0, atol=1e-7)
     np.testing.assert_allclose(readings[0], np.stack([r.wrench for r in truth]) - bias, rtol=0, atol=1e-4)
+
+
+def test_a_failed_element_is_flagged_and_the_rest_stepped(target):
+    """One element far outside the workspace: step_with_status flags it (input state kept, NaN reading) and steps
+    the other as if alone; step raises for the batch."""
+    from contactkit.errors import SimulationDiverged
+
+    env, params = target
+    env.reset(seed=4)
+    good = env.world.state().as_array()
+    away = good.copy()
+    away[0] += 5.0  # metres beyond the scene's workspace
+    history = BodyState.from_array(np.stack([good, away])[:, None])
+    hold = np.zeros((2, 6))
+    model = WorldOracle(env.scene, params, unknown=HiddenStart.AT_REST)
+    state, wrench, diverged = model.step_with_status(history, hold)
+    assert diverged.tolist() == [False, True]
+    np.testing.assert_array_equal(state.as_array()[1], away)
+    assert np.isnan(wrench[1]).all() and np.isfinite(wrench[0]).all()
+    alone, _ = WorldOracle(env.scene, params, unknown=HiddenStart.AT_REST).step(history.index((slice(0, 1),)),
+                                                                             hold[:1])
+    np.testing.assert_allclose(state.as_array()[0], alone.as_array()[0], rtol=0, atol=1e-7)
+    with pytest.raises(SimulationDiverged, match="workspace"):
+        model.step(history, hold)

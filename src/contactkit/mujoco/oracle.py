@@ -129,8 +129,21 @@ class WorldOracle:
         Raises:
             InvalidInputError: no followed world, bad actions, or start states that are neither the followed
                 world's state nor this oracle's last outputs.
-            SimulationDiverged, ToolTunnelled: an element's step failed as the world's would (nothing is kept).
+            SimulationDiverged, ToolTunnelled: an element's step failed as the world's would (the first one's).
         """
+        state, wrench, _ = self._step(history, action, raise_first=True)
+        return state, wrench
+
+    def step_with_status(self, history: BodyState,
+                         action: np.ndarray) -> tuple[BodyState, np.ndarray, np.ndarray]:
+        """:meth:`step` that flags the elements whose step failed instead of raising (see
+        :class:`~contactkit.model.ContactModel`): ``(next_state (*B,), wrench (*B, 6), diverged (*B,) bool)``; a
+        flagged element keeps its input state and hidden state, and reads NaN. MuJoCo's warnings are per rollout
+        call, not per element: one flags every element of the call."""
+        return self._step(history, action, raise_first=False)
+
+    def _step(self, history: BodyState, action: np.ndarray, raise_first: bool):
+        """:meth:`step_with_status`, or with ``raise_first`` the first failed element's error raised."""
         last = np.asarray(history.as_array(), dtype=np.float64)[..., -1, :]
         batch = last.shape[:-1]
         flat = last.reshape(-1, 13)
@@ -140,10 +153,15 @@ class WorldOracle:
         prepared = [self._prepare(start, a) for start, a in zip(self._starts(flat), action, strict=True)]
         states, sensors, messages = self._rollout(prepared)
         out = [self._finish(p, states[i], sensors[i], messages) for i, p in enumerate(prepared)]
-        self._returned = np.stack([o[0] for o in out])
-        self._hidden = [o[2] for o in out]
-        return (BodyState.from_array(self._returned.reshape(*batch, 13).copy()),
-                np.stack([o[1] for o in out]).reshape(*batch, 6))
+        failed = [o for o in out if isinstance(o, Exception)]
+        if failed and raise_first:
+            raise failed[0]
+        bad = np.array([isinstance(o, Exception) for o in out])
+        self._returned = np.stack([flat[i] if bad[i] else o[0] for i, o in enumerate(out)])
+        self._hidden = [prepared[i].start if bad[i] else o[2] for i, o in enumerate(out)]
+        readings = np.stack([np.full(6, np.nan) if bad[i] else o[1] for i, o in enumerate(out)])
+        return (BodyState.from_array(self._returned.reshape(*batch, 13).copy()), readings.reshape(*batch, 6),
+                bad.reshape(batch))
 
     def _prepare(self, start: WorldSnapshot, command: np.ndarray) -> _Prepared:
         """One element's rollout inputs from its hidden state ``start`` and ``(6,)`` ``command``."""
@@ -181,9 +199,10 @@ class WorldOracle:
         return states, sensors, messages
 
     def _finish(self, p: _Prepared, states: np.ndarray, sensors: np.ndarray,
-                messages: list[str]) -> tuple[np.ndarray, np.ndarray, WorldSnapshot]:
+                messages: list[str]) -> tuple[np.ndarray, np.ndarray, WorldSnapshot] | Exception:
         """One element after its rollout: the world's checks, its ``(13,)`` state, ``(6,)`` reading and hidden
-        state (the warm start kept from before the step: the rollout does not return it)."""
+        state (the warm start kept from before the step: the rollout does not return it), or the error of a
+        failed check (returned, not raised)."""
         w = self.world
         m, d = w.model, w.data
         problem = next(filter(None, (divergence(data, states[:, 0], p.init[0], m.opt.timestep, messages)
@@ -202,8 +221,8 @@ class WorldOracle:
             if problem is None:
                 error, problem = SimulationDiverged, leaves_workspace(self.scene, d.xpos[body])
         if problem is not None:
-            raise error(f"WorldOracle.step: a rollout step {p.start.steps} control steps after the world's reset "
-                        f"diverged: {problem}; nothing of this batch is returned")
+            return error(f"WorldOracle.step: a rollout step {p.start.steps} control steps after the world's reset "
+                         f"diverged: {problem}; nothing of this batch is returned")
         w._delay._issued = list(p.start.issued)
         w._delay.commit(p.issued)
         w._filtered[:] = p.start.filtered
