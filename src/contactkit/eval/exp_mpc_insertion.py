@@ -36,6 +36,7 @@ from contactkit.eval.planning_models import (
     MODEL_FACTORIES,
     OPT_IN_MODELS,
     PLANNING_ENGINE,
+    RESIDUAL_CHECKPOINT,
     InsertionBudget,
     ModelUnavailable,
     act_fignet_checkpoint,
@@ -330,6 +331,7 @@ def run(quick: bool, seed: int = 0, device: str = "cpu", plots: str | Path | Non
         "partial": episodes is not None or pairings is not None or scene is not None,
         "models": {name: _summary(recs, wall[name]) for name, recs in records.items()},
         "checkpoint": str(act_fignet_checkpoint(budget)) if "act-fignet" in records else None,
+        "checkpoints": [RESIDUAL_CHECKPOINT.as_posix()] if "residual-mujoco" in records else [],  # repository-relative
         "missing": missing,
         "budget": asdict(budget),
         "planning_engine": {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(PLANNING_ENGINE).items()},

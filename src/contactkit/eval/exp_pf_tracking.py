@@ -45,7 +45,13 @@ from contactkit.estimation.tracking import (
 )
 from contactkit.eval import progress
 from contactkit.eval.exp_mpc_insertion import narrowing as _planning_narrowing
-from contactkit.eval.planning_models import InsertionBudget, act_fignet_checkpoint, build_models, known_models
+from contactkit.eval.planning_models import (
+    RESIDUAL_CHECKPOINT,
+    InsertionBudget,
+    act_fignet_checkpoint,
+    build_models,
+    known_models,
+)
 from contactkit.eval.workers import worker_pool
 from contactkit.eval.worlds import world_pair
 from contactkit.model import ActionMode
@@ -328,6 +334,7 @@ def _run(pool, quick: bool, seed: int, plots, budget: TrackingBudget | None, che
     perturbed = configurations[TrackingMode.PERTURBED_INIT.value]
     result.update({
         "checkpoint": str(act_fignet_checkpoint(planning)) if "act-fignet" in models else None,
+        "checkpoints": [RESIDUAL_CHECKPOINT.as_posix()] if "residual-mujoco" in models else [],  # repository-relative
         "quoted_model": quoted,
         "perturbed_final_pos_err_mm": perturbed["final_pos_err_mm"],
         "perturbed_final_pos_err_mm_p90": perturbed["final_pos_err_mm_p90"],
