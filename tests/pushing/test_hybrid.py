@@ -155,3 +155,47 @@ def test_saturating_pd_is_clipped_to_the_torque_limits(cube):
     assert np.abs(step.torque).max() == pytest.approx(arm.torque_limit.max())
     assert np.all(np.abs(step.torque) <= arm.torque_limit)
     assert world.steps == 1
+
+
+def test_uniform_friction_patches_scale_the_ground_friction(cube):
+    """A patch grid of scale 0.5 under the whole path is a table of 0.5 μ_ground: each planar velocity component
+    loses 0.5 μ g h per step (the closed form above, at the patched coefficient)."""
+    from contactkit.pushing.patches import FrictionPatches
+
+    scene, _ = cube
+    patched = dataclasses.replace(scene, friction_patches=FrictionPatches((0.5, 0.0), 0.1, ((0.5,) * 4,) * 5))
+    arm = Arm(patched)
+    v0 = np.array([0.20, -0.12, 0.0])
+    world = _free_object_world(patched, arm, v0)
+    dv = 0.5 * scene.mu_ground * GRAVITY_MPS2 * scene.dt
+    for k in range(1, 8):
+        world.step(arm.bias(world.state.q, np.zeros(7)))
+        expect = np.sign(v0[:2]) * np.maximum(np.abs(v0[:2]) - k * dv, 0.0)
+        assert world.state.obj_vel[:2] == pytest.approx(expect, abs=1e-9)
+
+
+def _push_straight(scene, steps=60):
+    arm = Arm(scene)
+    world = HybridPushWorld(scene, arm=arm)
+    for _ in range(steps):
+        s = world.state
+        pd = pd_from_ee_velocity(arm, s.q, np.array([0.04, 0.0, 0.0, 0.0, 0.0, 0.0]), scene.dt, 400.0, 20.0)
+        world.step_pd(pd, arm.bias(s.q, np.zeros(7)))
+    return world.state
+
+
+def test_centre_of_mass_offset_turns_a_straight_push():
+    """Two tips pushing along +x on the face's centre: relative to the push with the centre of mass at the geometric
+    centre, an offset to +y turns the object counter-clockwise and one to −y clockwise (τ = c_y F_x about the centre
+    of mass), by about the same amount; the tips' friction and the ground hold most of it. At rest, the reported
+    (frame) pose is the reset one (frame → centre of mass → frame)."""
+    scene = PushScene.for_object(ObjectKind.CUBE)
+    yaw = {c: _push_straight(dataclasses.replace(scene, com_offset=(0.0, c))).obj_pose[2] for c in (-0.005, 0.0, 0.005)}
+    up, down = yaw[0.005] - yaw[0.0], yaw[-0.005] - yaw[0.0]
+    assert up > 2e-5 and down < -2e-5 and up == pytest.approx(-down, rel=0.5)
+    offset = dataclasses.replace(scene, com_offset=(0.004, -0.003))
+    world = HybridPushWorld(offset)
+    start = PushState(np.array(scene.home_q), np.zeros(7), np.array([0.75, 0.2, 0.4]), np.zeros(3))
+    world.reset(start)
+    world.step(world.arm.bias(start.q, np.zeros(7)))
+    assert world.state.obj_pose == pytest.approx(start.obj_pose, abs=1e-12)

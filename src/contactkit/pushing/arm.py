@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from contactkit.errors import InvalidInputError
-from contactkit.pushing.scene import N_ARM_JOINTS, PUSHER_BODY, TIP_SITES, PushScene, build_mjcf
+from contactkit.pushing.scene import N_ARM_JOINTS, PUSHER_BODY, TIP_SITES, PushScene, apply_joint_params, build_mjcf
 
 SINGULAR_VALUE_TOL = 1e-3
 """Smallest accepted singular value of a task Jacobian [m/rad]; below it the arm is treated as singular."""
@@ -61,6 +61,7 @@ class Arm:
     def __init__(self, scene: PushScene):
         self.scene = scene
         self.model = mujoco.MjModel.from_xml_string(build_mjcf(scene, with_object=False))
+        apply_joint_params(self.model, scene)
         self.data = mujoco.MjData(self.model)
         self._tips = [self.model.site(name).id for name in TIP_SITES]
         self._pusher = self.model.body(PUSHER_BODY).id
@@ -85,7 +86,8 @@ class Arm:
         mujoco.mj_comPos(self.model, self.data)
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
-        """Joint-space mass matrix ``M(q)`` ``(7, 7)`` [kg m²] of eq 1 (``mj_crb`` + ``mj_fullM``; no armature)."""
+        """Joint-space mass matrix ``M(q)`` ``(7, 7)`` [kg m²] of eq 1 (``mj_crb`` + ``mj_fullM``; with the scene's
+        ``joint_armature`` on the diagonal, 0 in the nominal scene)."""
         self._set(q)
         mujoco.mj_crb(self.model, self.data)
         out = np.zeros((N_ARM_JOINTS, N_ARM_JOINTS))
@@ -195,9 +197,8 @@ def pushing_rotation(push_angle: float) -> np.ndarray:
 
     ``push_angle`` [rad] is the world yaw of the push direction; the tip bar (x) is horizontal.
     """
-    y = np.array([np.cos(push_angle), np.sin(push_angle), 0.0])
-    z = np.array([0.0, 0.0, -1.0])
-    return np.column_stack([np.cross(y, z), y, z])
+    c, s = np.cos(push_angle), np.sin(push_angle)
+    return np.array([[-s, c, 0.0], [c, s, 0.0], [0.0, 0.0, -1.0]])  # columns y × z, y, z (z down)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ than the two tips are not modelled.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +36,8 @@ from contactkit.engine.reference.problem import ContactProblem, build_problem_ge
 from contactkit.engine.reference.solvers import BoxPGS, ContactSolution, ContactSolver, LemkeBoxSolver
 from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.pushing.arm import Arm, JointPD
-from contactkit.pushing.planar import face_distance, point_jacobian, support_points, world_polygon
-from contactkit.pushing.scene import GRAVITY_MPS2, N_ARM_JOINTS, PushScene, object_inertia_z, object_polygon
+from contactkit.pushing.planar import face_distance, point_jacobian, shift_body_point, support_points, world_polygon
+from contactkit.pushing.scene import GRAVITY_MPS2, N_ARM_JOINTS, PushScene, com_polygon, object_inertia_z
 
 CONTACT_MARGIN = 0.01
 """Tip–face signed distance [m] below which a tip enters the MLCP (speculative: ``max(d, 0)/h`` bias)."""
@@ -62,8 +63,9 @@ class PushState:
 
     Attributes:
         q: ``(7,)`` joint angles [rad]. qd: ``(7,)`` joint velocities [rad/s].
-        obj_pose: ``(3,)`` planar pose ``(x, y, θ)`` of the object's centre of mass [m, m, rad].
-        obj_vel: ``(3,)`` planar twist ``(v_x, v_y, ω)``, world frame [m/s, m/s, rad/s].
+        obj_pose: ``(3,)`` planar pose ``(x, y, θ)`` of the object frame [m, m, rad]: its geometric centre, what
+            the pose tracking sees (the centre of mass unless the scene has a ``com_offset``).
+        obj_vel: ``(3,)`` planar twist ``(v_x, v_y, ω)`` of that frame, world frame [m/s, m/s, rad/s].
     """
 
     q: np.ndarray
@@ -117,7 +119,7 @@ def _check_vec(name: str, value, n: int) -> np.ndarray:
 def _tip_contacts(scene: PushScene, arm: Arm, state: PushState, h: float):
     """Active tip contacts: points (3-D), frames, arm point Jacobians, object Jacobians, biases, layout data."""
     tips, jac_arm = arm.tip_positions(state.q), arm.tip_jacobians(state.q)
-    poly = world_polygon(object_polygon(scene), state.obj_pose)
+    poly = world_polygon(com_polygon(scene), state.obj_pose)
     rows = []
     for i in range(N_TIPS):
         fd = face_distance(poly, tips[i, :2])
@@ -127,15 +129,27 @@ def _tip_contacts(scene: PushScene, arm: Arm, state: PushState, h: float):
         n2 = fd.normal
         point = np.array([*(tips[i, :2] - scene.tip_radius * n2), tips[i, 2]])
         n = np.array([n2[0], n2[1], 0.0])
-        frame = np.stack([n, np.cross([0.0, 0.0, 1.0], n), [0.0, 0.0, 1.0]])
+        frame = np.array([n, [-n[1], n[0], 0.0], [0.0, 0.0, 1.0]])  # n, e_z × n, e_z
         rows.append((i, point, frame, jac_arm[i], point_jacobian(state.obj_pose, point[:2]), max(gap, 0.0) / h))
     return rows, poly
+
+
+@functools.lru_cache(maxsize=64)
+def _supports(scene: PushScene) -> np.ndarray:
+    """The scene's ground support points about its centre of mass (object frame), computed once per scene."""
+    out = support_points(com_polygon(scene))
+    out.flags.writeable = False
+    return out
 
 
 def assemble_problem(
     scene: PushScene, arm: Arm, state: PushState, torque: np.ndarray, pd: JointPD | None = None
 ) -> tuple[ContactProblem, ContactLayout]:
     """The MLCP of eq 7 for one step of ``scene.dt`` from ``state`` under joint ``torque`` ``(7,)`` [N m].
+
+    ``state.obj_pose``/``obj_vel`` are those of the true centre of mass (the object frame shifted by
+    ``scene.com_offset``); the ground's friction coefficient at each support point is ``mu_ground`` × the scene's
+    friction patch there (:class:`~contactkit.pushing.patches.FrictionPatches`).
 
     With ``pd`` (eq 15), ``torque`` is a feed-forward added to ``K_p(q_des - q⁺) + K_v(q̇_des - q̇⁺)``, the PD
     terms taken at the end of the step (implicit, stable at any gain). Returns the problem (unknowns: the
@@ -150,8 +164,10 @@ def assemble_problem(
         m_eff = m_eff + h * np.diag(pd.kv) + h * h * np.diag(pd.kp)
         force = force + pd.kp * (pd.q_des - q) + pd.kv * pd.qd_des
     rows, _ = _tip_contacts(scene, arm, state, h)
-    poly = world_polygon(support_points(object_polygon(scene)), state.obj_pose)
+    poly = world_polygon(_supports(scene), state.obj_pose)
     n_sup = poly.shape[0]
+    patches = scene.friction_patches
+    mu_sup = scene.mu_ground * (np.ones(n_sup) if patches is None else patches.scale_at(poly))
     n = N_ARM_JOINTS + 3 + n_sup
     m_sup = scene.object_mass / n_sup
     m_inv = np.zeros((n, n))
@@ -176,7 +192,7 @@ def assemble_problem(
         frames[j] = support_frame
         jac[j, :2, N_ARM_JOINTS:N_ARM_JOINTS + 3] = point_jacobian(state.obj_pose, poly[s])
         jac[j, 2, N_ARM_JOINTS + 3 + s] = 1.0
-        mu[j] = scene.mu_ground
+        mu[j] = mu_sup[s]
     problem = build_problem_general(points, frames, jac, m_inv, v_free, mu, h, bias)
     layout = ContactLayout(tuple(r[0] for r in rows), n_sup,
                            np.array([-r[2][0, :2] for r in rows]).reshape(-1, 2),
@@ -266,7 +282,8 @@ class HybridPushWorld:
         Returns:
             ``(PushStep, problem, layout, solution, fell_back)``.
         """
-        h, s = self.scene.dt, self.state
+        h, s, offset = self.scene.dt, self.state, self.scene.com_offset
+        s = PushState(s.q, s.qd, *shift_body_point(s.obj_pose, s.obj_vel, offset))  # the centre of mass's
         problem, layout = assemble_problem(self.scene, self.arm, s, torque, pd)
         warm = None
         if self._warm is not None and self._warm[0] == layout.tips and self._warm[1].shape == (problem.W.shape[0],):
@@ -282,7 +299,7 @@ class HybridPushWorld:
         if not np.all(np.isfinite(v)):
             raise SimulationDiverged(f"hybrid pushing model produced a non-finite velocity at q={s.q.tolist()}")
         qd, obj_vel = v[:N_ARM_JOINTS], v[N_ARM_JOINTS:N_ARM_JOINTS + 3]
-        new = PushState(s.q + h * qd, qd, s.obj_pose + h * obj_vel, obj_vel)
+        new = PushState(s.q + h * qd, qd, *shift_body_point(s.obj_pose + h * obj_vel, obj_vel, offset, -1.0))
         force, world, torque_z, active = tip_forces(layout, solution, s.obj_pose, h)
         applied = torque if pd is None else torque + pd.kp * (pd.q_des - new.q) + pd.kv * (pd.qd_des - qd)
         return PushStep(new, force, world, torque_z, active, applied), problem, layout, solution, fell_back

@@ -103,3 +103,15 @@ def support_points(polygon: np.ndarray) -> np.ndarray:
     """
     v = np.asarray(polygon, dtype=np.float64)
     return v * (mean_radius(v) / float(np.mean(np.abs(v).sum(axis=1))))
+
+
+def shift_body_point(pose, twist, offset, sign: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Pose ``(3,)`` and world twist ``(3,)`` of the frame at body-frame ``sign · offset`` ``(2,)`` [m] from the
+    frame of ``pose``/``twist`` (same yaw and yaw rate): ``p' = p + R(θ) s``, ``v' = v + ω e_z × R(θ) s``.
+
+    ``sign = 1`` takes the object frame to its centre of mass (``offset`` = the centre-of-mass offset), ``-1`` back.
+    """
+    pose, twist = np.asarray(pose, dtype=np.float64), np.asarray(twist, dtype=np.float64)
+    r = rotation_2d(pose[2]) @ (sign * np.asarray(offset, dtype=np.float64))
+    return (np.array([pose[0] + r[0], pose[1] + r[1], pose[2]]),
+            np.array([twist[0] - twist[2] * r[1], twist[1] + twist[2] * r[0], twist[2]]))

@@ -27,6 +27,7 @@ from importlib import resources
 import numpy as np
 
 from contactkit.errors import InvalidInputError
+from contactkit.pushing.patches import FrictionPatches
 
 GRAVITY_MPS2 = 9.81
 """Gravitational acceleration [m/s²] of both worlds."""
@@ -90,6 +91,14 @@ class PushScene:
         object_pose: ``(3,)`` initial planar pose ``(x, y, θ)`` of the object's centre of mass [m, m, rad].
         home_q: ``(7,)`` initial arm posture [rad].
         dt: control period [s] (the paper's 100 Hz loop).
+        com_offset: ``(2,)`` centre of mass relative to the object frame's origin (the geometric centre the pose
+            tracking sees), object frame [m]; 0 in the nominal scene (the controller's belief).
+        tip_offset: ``(3,)`` where the tips really are relative to :func:`tip_offsets`, pusher frame [m] (tool
+            calibration error); 0 in the nominal scene.
+        joint_armature: ``(7,)`` reflected rotor inertia per joint [kg m²] added to ``M(q)`` (0: the MJCF's).
+        joint_damping_scale: ``(7,)`` factor on the MJCF's viscous joint damping (1: the MJCF's).
+        friction_patches: the table's friction field (:class:`~contactkit.pushing.patches.FrictionPatches`) scaling
+            ``mu_ground`` where the object stands, or None (uniform ``mu_ground``).
     """
 
     object_kind: ObjectKind = ObjectKind.CUBE
@@ -104,6 +113,11 @@ class PushScene:
     object_pose: tuple[float, float, float] = (0.45, 0.0, 0.0)
     home_q: tuple[float, ...] = field(default=HOME_Q)
     dt: float = 0.01
+    com_offset: tuple[float, float] = (0.0, 0.0)
+    tip_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    joint_armature: tuple[float, ...] = (0.0,) * N_ARM_JOINTS
+    joint_damping_scale: tuple[float, ...] = (1.0,) * N_ARM_JOINTS
+    friction_patches: FrictionPatches | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.object_kind, ObjectKind):
@@ -116,12 +130,17 @@ class PushScene:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise InvalidInputError(f"PushScene.{name} must be finite and >= 0, got {value!r}")
-        for name, n in (("object_size", 3), ("pusher_size", 3), ("object_pose", 3), ("home_q", N_ARM_JOINTS)):
+        for name, n in (("object_size", 3), ("pusher_size", 3), ("object_pose", 3), ("home_q", N_ARM_JOINTS),
+                        ("com_offset", 2), ("tip_offset", 3), ("joint_armature", N_ARM_JOINTS),
+                        ("joint_damping_scale", N_ARM_JOINTS)):
             arr = np.asarray(getattr(self, name), dtype=np.float64)
             if arr.shape != (n,) or not np.all(np.isfinite(arr)):
                 raise InvalidInputError(f"PushScene.{name} must be {n} finite numbers, got {getattr(self, name)!r}")
         if min(self.object_size) <= 0.0 or min(self.pusher_size) <= 0.0:
             raise InvalidInputError(f"PushScene sizes must be > 0, got {self.object_size}, {self.pusher_size}")
+        if min(self.joint_armature) < 0.0 or min(self.joint_damping_scale) < 0.0:
+            raise InvalidInputError(f"PushScene joint_armature and joint_damping_scale must be >= 0, got "
+                                    f"{self.joint_armature}, {self.joint_damping_scale}")
 
     @classmethod
     def for_object(cls, kind: ObjectKind, **overrides) -> PushScene:
@@ -143,12 +162,24 @@ class PushScene:
 
 
 def object_polygon(scene: PushScene) -> np.ndarray:
-    """``(V, 2)`` plan of the object, counter-clockwise, object frame (origin at the centre of mass) [m]."""
+    """``(V, 2)`` plan of the object, counter-clockwise, object frame (origin at the geometric centre: the centre of
+    mass of a uniform object, the point the pose tracking sees) [m]."""
     a, b = scene.object_size[0], scene.object_size[1]
     if scene.object_kind is ObjectKind.CUBE:
         return np.array([[-a / 2, -b / 2], [a / 2, -b / 2], [a / 2, b / 2], [-a / 2, b / 2]])
     tri = np.array([[0.0, 0.0], [a, 0.0], [0.0, b]])
     return tri - tri.mean(axis=0)
+
+
+def com_polygon(scene: PushScene) -> np.ndarray:
+    """``(V, 2)`` plan about the true centre of mass: :func:`object_polygon` minus ``scene.com_offset`` [m]."""
+    return object_polygon(scene) - np.asarray(scene.com_offset, dtype=np.float64)
+
+
+def apply_joint_params(model, scene: PushScene) -> None:
+    """Set the scene's armature [kg m²] and damping scale on the arm joints of a compiled MuJoCo ``model``."""
+    model.dof_armature[:N_ARM_JOINTS] = np.asarray(scene.joint_armature, dtype=np.float64)
+    model.dof_damping[:N_ARM_JOINTS] *= np.asarray(scene.joint_damping_scale, dtype=np.float64)
 
 
 def object_inertia_z(scene: PushScene) -> float:
@@ -162,11 +193,11 @@ def object_inertia_z(scene: PushScene) -> float:
 
 
 def tip_offsets(scene: PushScene) -> np.ndarray:
-    """``(2, 3)`` tip sphere centres in the pusher (end-effector) frame [m]."""
+    """``(2, 3)`` tip sphere centres in the pusher (end-effector) frame [m] (``scene.tip_offset`` included)."""
     half = 0.5 * scene.tip_separation
     front = 0.5 * scene.pusher_size[1]
     reach = scene.pusher_size[2] - scene.tip_radius
-    return np.array([[-half, front, reach], [half, front, reach]])
+    return np.array([[-half, front, reach], [half, front, reach]]) + np.asarray(scene.tip_offset, dtype=np.float64)
 
 
 def _nums(values) -> str:
