@@ -17,7 +17,7 @@ runner = CliRunner()
 def test_learn_pushing_writes_actor_card_and_curve(tmp_path):
     out = tmp_path / "actor"
     r = runner.invoke(app, ["learn", "pushing", "--out", str(out), "--steps", "120", "--episode-steps", "40",
-                            "--seed", "3", "--train-freq", "2"])
+                            "--seed", "3", "--train-freq", "2", "--snapshot-every", "2"])
     assert r.exit_code == 0, r.output
     policy = load_residual(out / "residual.safetensors")
     training = policy.card["training"]
@@ -29,11 +29,16 @@ def test_learn_pushing_writes_actor_card_and_curve(tmp_path):
     assert digest == hashlib.sha256((out / "residual.safetensors").read_bytes()).hexdigest()
     assert "--episode-steps 40" in card and "| 1–3 |" in card
     assert "zero residual" in card and "first 5000 updates" in card and "actor learning rate 0.001" in card
+    assert "--snapshot-every 2" in card and "of the plan's mean pusher speed" in card and "eq17+pose" in card
+    snaps = sorted((out / "snapshots").glob("*.safetensors"))
+    assert [p.name for p in snaps] == ["episode-00002.safetensors"]
+    assert load_residual(snaps[0]).card["training"]["snapshot_episode"] == 2
 
 
 def test_learn_pushing_refuses_bad_options(tmp_path):
     (tmp_path / "file").write_text("x")
-    for args in (["--steps", "0"], ["--episode-steps", "1"], ["--wall-limit", "-1"]):
+    for args in (["--steps", "0"], ["--episode-steps", "1"], ["--wall-limit", "-1"], ["--reward", "eq18"],
+                 ["--envs", "0"]):
         r = runner.invoke(app, ["learn", "pushing", "--out", str(tmp_path / "o"), *args])
         assert r.exit_code == 2 and "error:" in r.output, (args, r.output)
     r = runner.invoke(app, ["learn", "pushing", "--out", str(tmp_path / "file")])

@@ -9,12 +9,17 @@ from contactkit.errors import InvalidInputError
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.env import (
     DR_BOUNDS,
+    DR_PHYSICS,
     GOAL_DISTANCE,
     GOAL_ROTATION,
     PushingResidualEnv,
+    RewardKind,
     eq17_reward,
+    pose_reward,
     sample_domain,
 )
+from contactkit.pushing.mismatch import NOMINAL_ARMATURE
+from contactkit.pushing.observation import BASE_DIM, HISTORY_DIM, HISTORY_FIELDS, HISTORY_LEN, HISTORY_STRIDE
 from contactkit.pushing.scene import ObjectKind, PushScene
 
 
@@ -34,16 +39,46 @@ def test_eq17_closed_form():
         eq17_reward(force, des[:1], tau, tau_des)
 
 
-def test_env_reward_is_eq17_of_the_models_forces():
-    """The step reward is eq 17 of the model's own contact forces against the plan's desired ones."""
-    env = PushingResidualEnv(episode_steps=30)
+@pytest.mark.parametrize("kind", list(RewardKind))
+def test_env_reward_is_eq17_of_the_models_forces(kind):
+    """The step reward is eq 17 of the model's own contact forces against the plan's desired ones, plus (default)
+    the pose term of the object's deviation after the step; the ablation is eq 17 alone."""
+    env = PushingResidualEnv(episode_steps=30, reward=kind)
     env.reset(seed=3)
+    pose_terms = []
     for k in range(30):
         _, reward, term, trunc, info = env.step(np.zeros(3, dtype=np.float32))
         des = np.stack([env.plan.f_n[k], env.plan.f_t[k]], -1)
-        assert reward == pytest.approx(eq17_reward(info["contact_force"], des, info["contact_torque"],
-                                                   env.plan.tau_z[k]), abs=1e-12)
+        pose = pose_reward(ctl.deviation(env.plan, k, env.world.state.obj_pose))
+        pose_terms.append(pose)
+        expected = eq17_reward(info["contact_force"], des, info["contact_torque"], env.plan.tau_z[k])
+        assert reward == pytest.approx(expected + (pose if kind is RewardKind.EQ17_POSE else 0.0), abs=1e-12)
     assert trunc and not term and set(info["errors"]) == {"normal_N", "tangential_N", "torque_Nm"}
+    assert min(pose_terms) < 0.0  # the term is not vacuous on this episode
+
+
+def test_pose_reward_closed_form():
+    assert pose_reward([0.003, -0.004, 0.1], (100.0, 20.0)) == pytest.approx(-(0.5 + 2.0), abs=1e-15)
+    assert pose_reward(np.zeros(3)) == 0.0
+
+
+def test_history_observation_has_the_stated_shape_and_lags():
+    """Observation = base (15) + H rows of (λ (4), deviation (3)) at lags s, 2s, … (zeros before the start)."""
+    env = PushingResidualEnv(episode_steps=60)
+    obs, _ = env.reset(seed=2)
+    assert obs.shape == (HISTORY_DIM,) == env.observation_space.shape and HISTORY_DIM == 15 + 7 * HISTORY_LEN
+    assert np.all(obs[BASE_DIM:] == 0.0)
+    bases = [obs[:BASE_DIM]]
+    for _ in range(2 * HISTORY_STRIDE + 1):
+        obs, *_ = env.step(np.zeros(3, dtype=np.float32))
+        bases.append(obs[:BASE_DIM])
+    k = len(bases) - 1
+    rows = obs[BASE_DIM:].reshape(HISTORY_LEN, len(HISTORY_FIELDS))
+    for j in range(HISTORY_LEN):
+        lag = (j + 1) * HISTORY_STRIDE
+        expected = bases[k - lag][list(HISTORY_FIELDS)] if k - lag >= 0 else np.zeros(len(HISTORY_FIELDS))
+        np.testing.assert_array_equal(rows[j], expected)
+    assert np.abs(rows[:2]).max() > 0  # the first two lags lie inside the episode and carry forces
 
 
 def _rollout(env, seed, action, n):
@@ -93,6 +128,28 @@ def test_domain_randomisation_bounds_and_coverage():
     assert min(s.goal_offset[2] for s in draws) < 0 < max(s.goal_offset[2] for s in draws)
 
 
+def test_domain_randomisation_of_issue_32_families_within_stated_ranges():
+    """Centre-of-mass and tip offsets, damping, armature and friction patches stay within :data:`DR_PHYSICS`; the
+    randomised scene carries them; the draws spread over most of each range."""
+    rng = np.random.default_rng(1)
+    draws = [sample_domain(rng).physics for _ in range(200)]
+    com = np.array([d.com_offset for d in draws])
+    tip = np.array([d.tip_offset for d in draws])
+    arm = np.array([d.armature for d in draws]) / np.array(NOMINAL_ARMATURE)
+    damp = np.array([d.damping_scale for d in draws])
+    patch = np.concatenate([np.ravel(d.patches.scales) for d in draws])
+    assert np.abs(com).max() <= DR_PHYSICS.com_offset_m and np.abs(com).max() > 0.9 * DR_PHYSICS.com_offset_m
+    assert np.all(np.abs(tip) <= np.array(DR_PHYSICS.tip_offset_m))
+    for values, (lo, hi) in ((arm, DR_PHYSICS.armature_scale), (damp, DR_PHYSICS.damping_scale),
+                             (patch, DR_PHYSICS.patch_scale)):
+        assert values.min() >= lo and values.max() <= hi and values.max() - values.min() > 0.9 * (hi - lo)
+    env = PushingResidualEnv(episode_steps=10)
+    _, info = env.reset(seed=5)
+    scene = env.world.scene
+    assert scene.com_offset == info["sample"].physics.com_offset != (0.0, 0.0)
+    assert scene.friction_patches == info["sample"].physics.patches
+
+
 def test_reset_reproducible_from_seed():
     """Same seed: same draw, observation and world; another seed: another draw."""
     env = PushingResidualEnv(episode_steps=10)
@@ -103,7 +160,8 @@ def test_reset_reproducible_from_seed():
     np.testing.assert_array_equal(o1, o2)
     _, i3 = env.reset(seed=12)
     assert i3["sample"] != i1["sample"]
-    assert o1.shape == (ctl.OBS_DIM,) and o1.dtype == np.float32
+    assert o1.shape == (HISTORY_DIM,) and o1.dtype == np.float32
+    assert PushingResidualEnv(episode_steps=10, history=False).reset(seed=11)[0].shape == (ctl.OBS_DIM,)
 
 
 def test_no_randomisation_keeps_table_ii_physics():
@@ -111,6 +169,7 @@ def test_no_randomisation_keeps_table_ii_physics():
     _, info = env.reset(seed=4)
     nominal = PushScene.for_object(info["sample"].object_kind)
     assert env.world.scene.object_mass == nominal.object_mass and env.world.scene.mu_ground == nominal.mu_ground
+    assert env.world.scene.com_offset == (0.0, 0.0) and env.world.scene.friction_patches is None
 
 
 def test_bad_construction_refused():

@@ -8,6 +8,7 @@ import safetensors.numpy
 
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.pushing import controller as ctl
+from contactkit.pushing.observation import HISTORY_DIM
 from contactkit.pushing.residual import FORMAT, ResidualPolicy, load_residual, save_residual
 
 
@@ -85,11 +86,12 @@ def test_ddpg_smoke_training(tmp_path):
     seen = []
     result = train_residual(300, seed=0, progress=lambda *a: seen.append(a), episode_steps=50, learning_starts=100,
                             critic_warmup=0)
-    probe = np.random.default_rng(1).uniform(-3.0, 3.0, (16, ctl.OBS_DIM))
+    probe = np.random.default_rng(1).uniform(-3.0, 3.0, (16, HISTORY_DIM))
     assert np.abs(result.policy(probe)).max() > 1e-6  # 200 actor updates moved it off the zero residual
     assert result.episodes == 6 == len(result.returns) == len(seen) and result.errors.shape == (6, 3)
     assert np.isfinite(result.returns).all() and (result.returns < 0).all()  # eq 17 is a penalty
     assert result.policy.card["training"]["steps"] == 300
+    assert result.policy.obs_dim == HISTORY_DIM and result.policy.card["action_scale"] == "relative"
     pol = load_residual(save_residual(result.policy, tmp_path / "a.safetensors"))
     scene = PushScene.for_object(ObjectKind.WEDGE)
     start = np.array(scene.object_pose)
@@ -98,13 +100,50 @@ def test_ddpg_smoke_training(tmp_path):
     assert log.failure is None and np.isfinite(log.joint_torque).all() and log.active[1:].all()
 
 
+def test_parallel_environments_and_snapshots():
+    """Two subprocess environments: transitions counted over both, an actor snapshot every 2 episodes, each a
+    deployable actor with the same card layout; the eq-17-only ablation is recorded in the card."""
+    pytest.importorskip("stable_baselines3")
+    from contactkit.pushing.env import RewardKind
+    from contactkit.pushing.residual import TrainOptions, train_residual
+
+    options = TrainOptions(envs=2, snapshot_every=2, reward=RewardKind.EQ17)
+    result = train_residual(200, seed=1, episode_steps=50, learning_starts=50, critic_warmup=0, options=options)
+    assert result.steps == 200 and result.episodes == 4
+    assert [n for n, _ in result.snapshots] == [2, 4]
+    for n, snap in result.snapshots:
+        assert snap.obs_dim == HISTORY_DIM and snap.card["training"]["snapshot_episode"] == n
+    card = result.policy.card["training"]
+    assert card["envs"] == 2 and card["reward"] == "eq17"
+    with pytest.raises(InvalidInputError):
+        TrainOptions(envs=0)
+
+
+def test_former_actor_keeps_its_observation_and_absolute_scale():
+    """A 15-input actor whose card has absolute scales (the committed one's layout) reads the former observation
+    and scales its action absolutely; a 43-input one with a relative card scales by the plan."""
+    from contactkit.control.icr import AngularProfile
+    from contactkit.pushing.scene import ObjectKind, PushScene
+
+    rng = np.random.default_rng(0)
+    scene = PushScene.for_object(ObjectKind.CUBE)
+    start = np.array(scene.object_pose)
+    plan = ctl.plan_push(scene, start, start + np.array([0.08, 0.0, 0.2]), AngularProfile(), 20.0, 0.01)
+    old = ResidualPolicy(_policy(rng).weights, {"action_lin_scale_mps": 0.01, "action_ang_scale_radps": 0.1})
+    assert old.obs_dim == ctl.OBS_DIM and old.action_scale(plan) == (0.01, 0.1)
+    new = ResidualPolicy(_policy(rng, HISTORY_DIM).weights, {"action_scale": "relative", "action_speed_fraction": 0.5})
+    lin, ang = new.action_scale(plan)
+    assert lin == pytest.approx(0.5 * np.linalg.norm(plan.ee_vel[:, :2], axis=1).mean())
+    assert ang == pytest.approx(0.5 * 0.2 / 20.0, rel=0.05)  # constant profile: mean |omega| = |dtheta| / T
+
+
 def test_zero_residual_until_the_critic_warmup_ends():
     """Residual policy learning: the zero-initialised actor is exactly 0 (the PD alone) as long as only the critic
     learns; a random-initialised actor is not."""
     pytest.importorskip("stable_baselines3")
     from contactkit.pushing.residual import train_residual
 
-    probe = np.random.default_rng(2).uniform(-3.0, 3.0, (16, ctl.OBS_DIM))
+    probe = np.random.default_rng(2).uniform(-3.0, 3.0, (16, HISTORY_DIM))
     frozen = train_residual(200, seed=0, episode_steps=50, learning_starts=50, critic_warmup=10_000)
     assert np.array_equal(frozen.policy(probe), np.zeros((16, 3)))
     card = frozen.policy.card["training"]
@@ -124,7 +163,7 @@ def test_actor_learning_rate_scales_the_actor_step():
     pytest.importorskip("stable_baselines3")
     from contactkit.pushing.residual import train_residual
 
-    probe = np.random.default_rng(3).uniform(-3.0, 3.0, (16, ctl.OBS_DIM))
+    probe = np.random.default_rng(3).uniform(-3.0, 3.0, (16, HISTORY_DIM))
     kw = dict(seed=0, episode_steps=50, learning_starts=50, critic_warmup=0)
     shared = train_residual(200, **kw)
     slow = train_residual(200, actor_learning_rate=1e-5, **kw)

@@ -22,6 +22,8 @@ CURVE_FILE = "training_curve.json"
 """Per-episode returns and mean absolute force/torque errors (Fig. 5) in ``--out``."""
 CURVE_BLOCK = 20
 """Episodes per block in the model card's training-curve table."""
+SNAPSHOT_DIR = "snapshots"
+"""Folder in ``--out`` of the actor snapshots (``--snapshot-every``), one ``episode-NNNNN.safetensors`` each."""
 
 
 def curve_blocks(errors: np.ndarray, returns: np.ndarray, block: int = CURVE_BLOCK) -> list[dict]:
@@ -46,12 +48,13 @@ def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> 
         "The residual actor of the hybrid-contact pushing paper (§II-C, Algorithm 1, eqs 16–17), trained by "
         "stable-baselines3 DDPG with Ornstein–Uhlenbeck noise in the hybrid MLCP model "
         "(`contactkit.pushing.env.PushingResidualEnv`: cube and wedge, constant / trapezoidal / chirp profiles, "
-        "domain randomisation of `env.DR_BOUNDS`). Load with `contactkit.pushing.load_residual(path)` "
-        "(safetensors, never unpickled).", "",
+        "domain randomisation of `env.DR_BOUNDS` and `env.DR_PHYSICS`). Load with "
+        "`contactkit.pushing.load_residual(path)` (safetensors, never unpickled).", "",
         f"- file: `{path.name}`, {path.stat().st_size} bytes, sha256 `{digest}`",
         f"- network: {training['obs_dim']} observations → {' → '.join(f'{h} ReLU' for h in training['hidden'])} → "
-        "3 tanh actions (push-frame n, t velocity × "
-        f"{training['action_lin_scale_mps']} m/s, yaw rate × {training['action_ang_scale_radps']} rad/s)",
+        "3 tanh actions (push-frame n, t velocity and yaw rate × " + _scale_text(training) + ")",
+        f"- observation: {training.get('observation', '')}; reward {training.get('reward', 'eq17')}; "
+        f"{training.get('envs', 1)} environment(s)",
         f"- training: {training['steps']} environment steps ({training['steps_asked']} asked), "
         f"{training['episodes']} episodes of up to {training['episode_steps']} steps (an episode that loses the "
         f"object ends early), {training['wall_s']:.0f} s wall on "
@@ -78,6 +81,13 @@ def model_card(path: Path, training: dict, blocks: list[dict], command: str) -> 
     return "\n".join(lines)
 
 
+def _scale_text(card: dict) -> str:
+    """How the card's actions become velocities, in words."""
+    if card.get("action_scale") == "relative":
+        return f"{card['action_speed_fraction']} of the plan's mean pusher speed and yaw rate"
+    return f"{card['action_lin_scale_mps']} m/s, {card['action_ang_scale_radps']} rad/s"
+
+
 @learn_app.command("pushing")
 def learn_pushing(
     out: Annotated[Path, typer.Option(help=f"output folder: gets {ACTOR_FILE}, its card, {CURVE_FILE}, README.md")],
@@ -94,20 +104,32 @@ def learn_pushing(
         help="gradient updates that train only the critic before the actor first changes")] = 5000,
     actor_lr: Annotated[float | None, typer.Option(
         help="the actor's learning rate (default: the critic's 1e-3, as stable-baselines3)")] = None,
+    envs: Annotated[int, typer.Option(help="environments stepped in parallel (subprocesses when > 1)")] = 1,
+    reward: Annotated[str, typer.Option(help="eq17+pose (default, issue 32) or eq17 (the paper's, the ablation)")]
+    = "eq17+pose",
+    snapshot_every: Annotated[int | None, typer.Option(
+        help=f"also write the actor every N episodes to --out/{SNAPSHOT_DIR}/ (choose one with pushing-select)")]
+    = None,
 ) -> None:
     """Train the residual pushing policy (DDPG + OU noise, hybrid model, domain randomisation) on one torch thread."""
-    from contactkit.pushing.residual import save_residual, train_residual
+    from contactkit.pushing.env import RewardKind
+    from contactkit.pushing.residual import TrainOptions, save_residual, train_residual
 
     try:
         check_outputs((out, "--out", True))
         if steps < 1 or train_freq < 1 or episode_steps < 2 or critic_warmup < 0:
             raise InvalidInputError(f"--steps and --train-freq must be >= 1, --episode-steps >= 2 and --critic-warmup "
                                     f">= 0, got {steps}, {train_freq}, {episode_steps}, {critic_warmup}")
+        if reward not in {k.value for k in RewardKind}:
+            raise InvalidInputError(f"--reward must be one of {[k.value for k in RewardKind]}, got {reward!r}")
+        options = TrainOptions(envs=envs, reward=RewardKind(reward), snapshot_every=snapshot_every)
         command = (f"nice -n 10 contactkit learn pushing --out {out} --steps {steps} --seed {seed} "
                    f"--train-freq {train_freq}" + (f" --wall-limit {wall_limit:g}" if wall_limit else "")
                    + (f" --episode-steps {episode_steps}" if episode_steps != 2000 else "")
                    + ("" if zero_init else " --no-zero-init") + f" --critic-warmup {critic_warmup}"
-                   + (f" --actor-lr {actor_lr:g}" if actor_lr is not None else ""))
+                   + (f" --actor-lr {actor_lr:g}" if actor_lr is not None else "")
+                   + (f" --envs {envs}" if envs != 1 else "") + (f" --reward {reward}" if reward != "eq17+pose" else "")
+                   + (f" --snapshot-every {snapshot_every}" if snapshot_every else ""))
         with progress() as bar:
             job = bar.add_task("learn pushing", total=steps)
 
@@ -116,9 +138,13 @@ def learn_pushing(
 
             result = train_residual(steps, seed, report, episode_steps=episode_steps, train_freq=train_freq,
                                     wall_limit_s=wall_limit, learning_starts=min(1000, 2 * episode_steps),
-                                    zero_init=zero_init, critic_warmup=critic_warmup, actor_learning_rate=actor_lr)
+                                    zero_init=zero_init, critic_warmup=critic_warmup, actor_learning_rate=actor_lr,
+                                    options=options)
         out.mkdir(parents=True, exist_ok=True)
         path = save_residual(result.policy, out / ACTOR_FILE)
+        for n, snap in result.snapshots:
+            (out / SNAPSHOT_DIR).mkdir(exist_ok=True)
+            save_residual(snap, out / SNAPSHOT_DIR / f"episode-{n:05d}.safetensors")
     except ContactkitError as exc:
         fail(exc)
     curve = {"returns": result.returns.tolist(), "errors": result.errors.tolist(),

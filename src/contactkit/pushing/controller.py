@@ -45,7 +45,10 @@ from contactkit.control.force_distribution import (
 from contactkit.control.icr import AngularProfile, icr_acceleration, icr_trajectory
 from contactkit.errors import ContactkitError, InvalidInputError, SimulationDiverged
 from contactkit.pushing.arm import Arm, pd_from_ee_velocity, pushing_rotation
+from contactkit.pushing.episode_log import EpisodeLog, make_log
+from contactkit.pushing.episode_log import episode_errors as episode_errors  # re-exported: ctl.episode_errors
 from contactkit.pushing.hybrid import N_TIPS, PushState, PushStep
+from contactkit.pushing.observation import empty_history, push_history, with_history
 from contactkit.pushing.planar import rotation_2d, support_points
 from contactkit.pushing.scene import GRAVITY_MPS2, ObjectKind, PushScene, object_inertia_z, object_polygon, tip_offsets
 
@@ -61,13 +64,12 @@ K_p 1000: K_v 4 → 1.26 (1.82, 0.70), 2 → 1.43 (2.07, 0.79), 1 → 1.54 (2.23
 1 → 8.43 (13.3, 3.6). The winner lies at the grid's stiff corner (larger K_p was not tried). The former
 K_p = 60, K_v = 1 had been chosen to make PD-only lag like the paper's (13 % translation) — the worst of the grid."""
 KV = 4.0
-"""Joint damping ``K_v`` of eq 15 [N m s/rad]: the grid search's best (:data:`KP`); the grid stops at 4 a priori,
-since the robot's joint loop (the "real" world) evaluates eq 15 explicitly at 1 kHz and the nominal wrist inertia
-(a few 10⁻³ kg m²) makes explicit damping unstable for ``K_v h / I ≳ 2`` (earlier measurement in the "real" world
-with 400/20: both tips in contact on 1–20 % of the steps, angle error 71 %). Observed AFTER the choice, not used
-for it (it would tune on the test worlds): that bound is loose — in the "real" world 1000/4 chatters (cube,
-constant profile, the experiment's seed-0 goal: planar force error 0.66 N, vs 0.12 N with 1000/2, which tracks at
-2.0 % / 0.2 %; wedge: angle error 38 %), so the PD-only baseline's "real" errors include that chatter."""
+"""Joint damping ``K_v`` of eq 15 [N m s/rad]: the grid search's best (:data:`KP`) on its former grid, which stopped
+at 4 a priori because the former "real" world evaluated eq 15 explicitly at 1 kHz on a light wrist (``K_v h / I``
+near the explicit stability limit: the pusher tapped the object). That world's joint loop is now integrated
+implicitly (:class:`contactkit.pushing.real.DriveLoop`, issue 32) and :mod:`contactkit.pushing.gains`'s grid reaches
+K_v 16 and K_p 2500 over the issue-32 randomisation; these values stand until that search is re-run (the first
+step of the stored run, docs/pushing.md)."""
 EE_POS_GAIN = 5.0
 """π_H's end-effector position feedback [1/s]: ``v += EE_POS_GAIN (p_des − p)``."""
 EE_ROT_GAIN = 5.0
@@ -76,6 +78,10 @@ ACTION_LIN_SCALE = 0.01
 """Residual action ±1 → end-effector velocity correction ±0.01 m/s along each push-frame axis (eq 16's v_e^θ)."""
 ACTION_ANG_SCALE = 0.1
 """Residual action ±1 → yaw-rate correction ±0.1 rad/s."""
+ACTION_SPEED_FRACTION = 0.5
+"""Relative action scale (:func:`relative_action_scale`, issue 32): action ±1 → ± this fraction of the plan's mean
+pusher speed and mean yaw rate. The absolute :data:`ACTION_LIN_SCALE` (0.01 m/s) is 2–3× the nominal push speed
+(60–120 mm in 20 s), so exploration noise alone could outrun the plan."""
 DEVIATION_POS_TOL = 0.001
 """Object position deviation from the ICR trajectory [m] above which the residual is active (Algorithm 1 line 4;
 measured: PD-only in the randomised model keeps 1–2 mm on most episodes, tens of mm when it loses the object)."""
@@ -191,7 +197,8 @@ def plan_push(scene: PushScene, start, goal, profile: AngularProfile, duration: 
 
 def _rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:
     """``(3,)`` world rotation-vector error ``½ Σ_i c_i × t_i`` (small-angle) from ``current`` to ``target``."""
-    return 0.5 * np.cross(current.T, target.T).sum(0)
+    c, t = current, target  # Σ_i c_i × t_i over the columns, written out (np.cross costs 10 % of a training step)
+    return 0.5 * np.array([c[1] @ t[2] - c[2] @ t[1], c[2] @ t[0] - c[0] @ t[2], c[0] @ t[1] - c[1] @ t[0]])
 
 
 def push_frame(plan: PushPlan, k: int) -> np.ndarray:
@@ -220,14 +227,23 @@ def integrate_offset(offset: np.ndarray, v_res: np.ndarray, dt: float) -> np.nda
     return np.asarray(offset, dtype=np.float64) + dt * np.asarray(v_res, dtype=np.float64)[[0, 1, 2, 5]]
 
 
-def residual_twist(plan: PushPlan, k: int, action: np.ndarray) -> np.ndarray:
+def relative_action_scale(plan: PushPlan, fraction: float = ACTION_SPEED_FRACTION) -> tuple[float, float]:
+    """``(linear [m/s], yaw rate [rad/s])`` of action ±1: ``fraction`` × the plan's mean pusher speed and mean
+    ``|ω|``."""
+    return (float(fraction * np.linalg.norm(plan.ee_vel[:, :2], axis=1).mean()),
+            float(fraction * np.abs(plan.twists[:, 2]).mean()))
+
+
+def residual_twist(plan: PushPlan, k: int, action: np.ndarray,
+                   scale: tuple[float, float] = (ACTION_LIN_SCALE, ACTION_ANG_SCALE)) -> np.ndarray:
     """Eq 16's ``v_e^θ`` ``(6,)``: action ``(3,)`` in [−1, 1] (push-frame ``n``, ``t``, yaw rate) scaled by
-    :data:`ACTION_LIN_SCALE` [m/s] and :data:`ACTION_ANG_SCALE` [rad/s], rotated to the world."""
+    ``scale`` = ``(linear [m/s], yaw rate [rad/s])`` (default the absolute :data:`ACTION_LIN_SCALE`,
+    :data:`ACTION_ANG_SCALE`; :func:`relative_action_scale` for issue 32's), rotated to the world."""
     a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise InvalidInputError(f"residual action must be 3 finite numbers in [-1, 1], got {action!r}")
-    lin = push_frame(plan, k).T @ (ACTION_LIN_SCALE * a[:2])
-    return np.array([lin[0], lin[1], 0.0, 0.0, 0.0, ACTION_ANG_SCALE * a[2]])
+    lin = push_frame(plan, k).T @ (scale[0] * a[:2])
+    return np.array([lin[0], lin[1], 0.0, 0.0, 0.0, scale[1] * a[2]])
 
 
 def deviation(plan: PushPlan, k: int, obj_pose: np.ndarray) -> np.ndarray:
@@ -283,31 +299,6 @@ def control_step(world, arm: Arm, plan: PushPlan, k: int, v_e: np.ndarray, dt: f
     return world.step_pd(pd, ff)
 
 
-@dataclass(frozen=True)
-class EpisodeLog:
-    """One closed-loop episode (``N ≤ T`` steps done; arrays per step).
-
-    Attributes:
-        times ``(N,)`` [s]; obj_pose, desired_pose ``(N, 3)`` after/for each step; force ``(N, 2, 2)`` actual
-        ``(λ_n, λ_t)`` per tip [N]; force_des ``(N, 2, 2)``; torque_z, torque_z_des ``(N, 2)`` [N m];
-        ee_twist ``(N, 6)`` actual EE twist [m/s, rad/s]; action ``(N, 3)`` residual actions (0 when inactive);
-        active ``(N,)`` bool; joint_torque ``(N, 7)`` [N m]; failure: None or why the episode stopped early.
-    """
-
-    times: np.ndarray
-    obj_pose: np.ndarray
-    desired_pose: np.ndarray
-    force: np.ndarray
-    force_des: np.ndarray
-    torque_z: np.ndarray
-    torque_z_des: np.ndarray
-    ee_twist: np.ndarray
-    action: np.ndarray
-    active: np.ndarray
-    joint_torque: np.ndarray
-    failure: str | None
-
-
 Policy = Callable[[np.ndarray], np.ndarray]
 """Residual policy: observation ``(OBS_DIM,)`` → action ``(3,)`` in [−1, 1]."""
 
@@ -321,8 +312,10 @@ def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, d
     Args:
         world: any world with ``reset(PushState)``, ``state`` and ``step_pd``. scene: the *nominal* scene the
             controller plans with. start, goal: ``(3,)`` object poses. profile, duration [s], dt [s]: timing.
-        policy: residual policy (None: PD-only). rng: unused by the deterministic controller; accepted so callers
-            pass one generator through (kept for policies with exploration). arm: nominal arm model.
+        policy: residual policy (None: PD-only); one whose ``obs_dim`` is
+            :data:`~contactkit.pushing.observation.HISTORY_DIM` gets the observation with history, one with an
+            ``action_scale(plan)`` method its own action scale (:func:`residual_twist`). rng: unused by the
+            deterministic controller; accepted so callers pass one generator through. arm: nominal arm model.
         kp, kv: eq 15 gains. deviation_tols: residual activation thresholds ``(position [m], yaw [rad])``.
 
     Returns:
@@ -336,15 +329,18 @@ def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, d
     try:
         world.reset(initial_state(arm, scene, plan))
     except ContactkitError as exc:
-        return _log(plan, [], f"start: {exc}")
-    obs = observe(plan, 0, np.zeros((N_TIPS, 2)), np.zeros(6), world.state.obj_pose)
+        return make_log(plan, [], f"start: {exc}")
+    history = getattr(policy, "obs_dim", OBS_DIM) != OBS_DIM
+    scale = policy.action_scale(plan) if hasattr(policy, "action_scale") else (ACTION_LIN_SCALE, ACTION_ANG_SCALE)
+    base, buffer = observe(plan, 0, np.zeros((N_TIPS, 2)), np.zeros(6), world.state.obj_pose), empty_history()
     offset = np.zeros(4)
     for k in range(len(plan.times)):
+        obs = with_history(base, buffer) if history else base
         dev = deviation(plan, k, world.state.obj_pose)
         active = policy is not None and residual_active(dev, *deviation_tols)
         action = np.clip(np.asarray(policy(obs), dtype=np.float64), -1, 1) if active else np.zeros(3)
         try:
-            v_res = residual_twist(plan, k, action)
+            v_res = residual_twist(plan, k, action, scale)
             v_e = nominal_twist(arm, plan, k, world.state.q, offset) + v_res
             step = control_step(world, arm, plan, k, v_e, dt, kp, kv)
             offset = integrate_offset(offset, v_res, dt)
@@ -353,43 +349,11 @@ def run_episode(world, scene: PushScene, start, goal, profile: AngularProfile, d
             break
         ee_twist = arm.ee_jacobian(step.state.q) @ step.state.qd
         rows.append((step, ee_twist, action, active))
-        obs = observe(plan, k + 1, step.contact_force, ee_twist, step.state.obj_pose)
+        buffer = push_history(buffer, base)
+        base = observe(plan, k + 1, step.contact_force, ee_twist, step.state.obj_pose)
         if np.hypot(*deviation(plan, k, step.state.obj_pose)[:2]) > FAIL_POS_DEVIATION:
             failure = f"step {k}: object deviates more than {FAIL_POS_DEVIATION} m from the ICR trajectory"
             break
-    return _log(plan, rows, failure)
+    return make_log(plan, rows, failure)
 
 
-def _log(plan: PushPlan, rows: list, failure: str | None) -> EpisodeLog:
-    n = len(rows)
-    des = np.stack([plan.f_n[:n], plan.f_t[:n]], -1)
-    return EpisodeLog(
-        plan.times[:n] + (plan.times[1] - plan.times[0] if len(plan.times) > 1 else 0.0),
-        np.array([r[0].state.obj_pose for r in rows]).reshape(n, 3),
-        np.vstack([plan.poses[1:], plan.goal[None]])[:n],
-        np.array([r[0].contact_force for r in rows]).reshape(n, 2, 2), des,
-        np.array([r[0].contact_torque for r in rows]).reshape(n, 2), plan.tau_z[:n],
-        np.array([r[1] for r in rows]).reshape(n, 6), np.array([r[2] for r in rows]).reshape(n, 3),
-        np.array([r[3] for r in rows], dtype=bool), np.array([r[0].torque for r in rows]).reshape(n, 7), failure)
-
-
-def episode_errors(log: EpisodeLog, start, goal) -> dict[str, float]:
-    """Tracking errors of one episode (Tables III–IV definitions, stated):
-
-    * ``translation_pct``: mean over steps of ``|p − p_des|`` / ``|p_goal − p_start|`` × 100;
-    * ``angle_pct``: mean of ``|θ − θ_des|`` / ``|Δθ|`` × 100 (NaN when ``Δθ = 0``);
-    * ``force_N``: mean over steps of ``|Σ_i (F_i,des − λ_i)|`` (planar total, face frame);
-    * ``torque_Nm``: mean of ``|Σ_i (τ_i,des − τ_i)|``.
-    """
-    start, goal = np.asarray(start, dtype=np.float64), np.asarray(goal, dtype=np.float64)
-    if len(log.times) == 0:
-        return dict(translation_pct=float("nan"), angle_pct=float("nan"), force_N=float("nan"),
-                    torque_Nm=float("nan"))
-    disp = float(np.hypot(*(goal[:2] - start[:2])))
-    rot = abs(float(goal[2] - start[2]))
-    pos_err = np.linalg.norm(log.obj_pose[:, :2] - log.desired_pose[:, :2], axis=1)
-    ang_err = np.abs((log.obj_pose[:, 2] - log.desired_pose[:, 2] + np.pi) % (2 * np.pi) - np.pi)
-    return dict(translation_pct=float(100 * pos_err.mean() / disp) if disp > 0 else float("nan"),
-                angle_pct=float(100 * ang_err.mean() / rot) if rot > 0 else float("nan"),
-                force_N=float(np.linalg.norm((log.force_des - log.force).sum(1), axis=1).mean()),
-                torque_Nm=float(np.abs((log.torque_z_des - log.torque_z).sum(1)).mean()))

@@ -5,14 +5,19 @@ Procedure (:func:`search_pd_gains`), run once and recorded in :data:`contactkit.
 
 1. draws: for every object × angular-velocity profile, :data:`DRAWS_PER_CASE` training-distribution episodes
    from :func:`contactkit.pushing.env.sample_goal` and the domain randomisation of
-   :data:`contactkit.pushing.env.DR_BOUNDS` (generator ``np.random.default_rng(GAIN_SEARCH_SEED)``, a stream the
-   experiment's test trials never use), each in the hybrid MLCP model of its randomised scene;
+   :data:`contactkit.pushing.env.DR_BOUNDS` and :data:`~contactkit.pushing.env.DR_PHYSICS`
+   (:func:`~contactkit.pushing.env.draw_sample`; generator ``np.random.default_rng(GAIN_SEARCH_SEED)``, a stream
+   the experiment's test trials never use), each in the hybrid MLCP model of its randomised scene;
 2. every grid point ``(K_p, K_v)`` of :data:`KP_GRID` × :data:`KV_GRID` runs the PD-only controller (no residual)
    on all draws; score = mean over draws of ``(translation_pct + angle_pct) / 2`` (Table III definitions of
    :func:`contactkit.pushing.controller.episode_errors`), a failed trial scored :data:`FAILED_TRIAL_PCT`;
-3. the lowest score wins. ``K_v`` stops at 4 N m s/rad a priori: the robot's joint loop evaluates eq 15
-   explicitly at 1 kHz, and the nominal wrist inertia (a few 10⁻³ kg m²) makes explicit damping unstable
-   for ``K_v h / I ≳ 2`` (``K_v ≳ 5``), a property of the hardware loop, not of any test outcome.
+3. the lowest score wins. The grid (issue 32) reaches ``K_v`` 16 and ``K_p`` 2500: the former a-priori stop at
+   ``K_v`` 4 guarded the explicit 1 kHz joint loop of the former "real" world, which is now integrated implicitly
+   (:class:`~contactkit.pushing.real.DriveLoop`), so no gain is excluded by a numerical artefact.
+
+The recorded :data:`~contactkit.pushing.controller.KP`, ``KV`` came from the former grid and draws (masses and
+frictions only); re-running the search over this grid and these draws is the first step of the stored run
+(``python -c "from contactkit.pushing.gains import search_pd_gains; print(search_pd_gains()[:5])"``).
 
 The "real" world and the experiment's trials play no part in the choice.
 """
@@ -26,16 +31,16 @@ import numpy as np
 
 from contactkit.control.icr import AngularProfile, ProfileKind
 from contactkit.pushing import controller as ctl
-from contactkit.pushing.env import DR_BOUNDS, DomainSample, randomised_scene, sample_goal
+from contactkit.pushing.env import DomainSample, draw_sample, randomised_scene, sample_goal
 from contactkit.pushing.hybrid import HybridPushWorld
 from contactkit.pushing.scene import ObjectKind, PushScene
 
 GAIN_SEARCH_SEED = 20180
 """Seed of the gain-search draws (a training-distribution stream; the experiment seeds its trials otherwise)."""
-KP_GRID = (60.0, 150.0, 400.0, 1000.0)
+KP_GRID = (60.0, 150.0, 400.0, 1000.0, 2500.0)
 """Joint stiffness candidates [N m/rad]."""
-KV_GRID = (1.0, 2.0, 4.0)
-"""Joint damping candidates [N m s/rad] (≤ 4, module doc step 3)."""
+KV_GRID = (1.0, 2.0, 4.0, 8.0, 16.0)
+"""Joint damping candidates [N m s/rad] (module doc step 3)."""
 DRAWS_PER_CASE = 2
 """Training-distribution episodes per object × profile (12 in all)."""
 FAILED_TRIAL_PCT = 100.0
@@ -57,16 +62,8 @@ class GainScore:
 
 def search_draws(rng: np.random.Generator, per_case: int = DRAWS_PER_CASE) -> list[DomainSample]:
     """``per_case`` randomised training draws for every object × profile (objects outer, profiles inner)."""
-    draws = []
-    for kind, profile in itertools.product(ObjectKind, ProfileKind):
-        nominal = PushScene.for_object(kind)
-        for _ in range(per_case):
-            goal = sample_goal(rng, np.zeros(3))
-            d = {name: rng.uniform(*bounds) for name, bounds in DR_BOUNDS.items()}
-            draws.append(DomainSample(kind, profile, tuple(float(x) for x in goal),
-                                      nominal.object_mass * d["object_mass_scale"],
-                                      nominal.pusher_mass * d["pusher_mass_scale"], d["mu_contact"], d["mu_ground"]))
-    return draws
+    return [draw_sample(rng, kind, profile, sample_goal(rng, np.zeros(3)))
+            for kind, profile in itertools.product(ObjectKind, ProfileKind) for _ in range(per_case)]
 
 
 def run_draws(draws: list[DomainSample], policy=None, kp: float = ctl.KP, kv: float = ctl.KV, duration: float = 20.0,

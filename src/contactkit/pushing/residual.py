@@ -27,7 +27,8 @@ import safetensors.numpy
 from contactkit.errors import CheckpointError, InvalidInputError
 from contactkit.files import read_safetensors, write_atomic
 from contactkit.pushing import controller as ctl
-from contactkit.pushing.env import DISCOUNT, EPISODE_STEPS, PushingResidualEnv
+from contactkit.pushing.env import DISCOUNT, EPISODE_STEPS, PushingResidualEnv, RewardKind
+from contactkit.pushing.observation import HISTORY_DIM
 
 FORMAT = "contactkit.pushing.residual"
 FORMAT_VERSION = "1"
@@ -55,8 +56,10 @@ MAX_FILE_BYTES = 4 * 2**20
 class ResidualPolicy:
     """A deployable actor: ``weights`` = ``(W0, b0, …, W_L, b_L)`` float64 (``W_i`` ``(out, in)``), ``card`` dict.
 
-    Call with an observation ``(OBS_DIM,)`` or a batch ``(B, OBS_DIM)``; returns actions in [−1, 1] ``(3,)`` /
-    ``(B, 3)`` (ReLU hidden layers, tanh output, as sb3's DDPG actor).
+    Call with an observation ``(obs_dim,)`` or a batch ``(B, obs_dim)``; returns actions in [−1, 1] ``(3,)`` /
+    ``(B, 3)`` (ReLU hidden layers, tanh output, as sb3's DDPG actor). ``obs_dim`` is ``OBS_DIM`` (15, the former
+    observation) or :data:`~contactkit.pushing.observation.HISTORY_DIM` (43, with history); the card's
+    ``action_scale`` says how an action becomes a velocity (:meth:`action_scale`).
     """
 
     weights: tuple[np.ndarray, ...]
@@ -73,14 +76,27 @@ class ResidualPolicy:
                                         f"{W.shape}, {b.shape}")
             if i and W.shape[1] != np.asarray(w[i - 2]).shape[0]:
                 raise InvalidInputError(f"actor layer {i // 2} input {W.shape[1]} != previous output")
-        if np.asarray(w[0]).shape[1] != ctl.OBS_DIM or np.asarray(w[-1]).shape[0] != 3:
-            raise InvalidInputError(f"actor must map {ctl.OBS_DIM} observations to 3 actions, got "
+        if np.asarray(w[0]).shape[1] not in (ctl.OBS_DIM, HISTORY_DIM) or np.asarray(w[-1]).shape[0] != 3:
+            raise InvalidInputError(f"actor must map {ctl.OBS_DIM} or {HISTORY_DIM} observations to 3 actions, got "
                                     f"{np.asarray(w[0]).shape[1]} -> {np.asarray(w[-1]).shape[0]}")
+
+    @property
+    def obs_dim(self) -> int:
+        """Length of the observation the actor reads (15 or 43)."""
+        return int(np.asarray(self.weights[0]).shape[1])
+
+    def action_scale(self, plan) -> tuple[float, float]:
+        """``(linear [m/s], yaw rate [rad/s])`` of action ±1 on ``plan``: relative to the plan's speeds when the
+        card says ``action_scale: relative``, else the card's absolute scales (the former actors')."""
+        if self.card.get("action_scale") == "relative":
+            return ctl.relative_action_scale(plan, float(self.card["action_speed_fraction"]))
+        return (float(self.card.get("action_lin_scale_mps", ctl.ACTION_LIN_SCALE)),
+                float(self.card.get("action_ang_scale_radps", ctl.ACTION_ANG_SCALE)))
 
     def __call__(self, obs) -> np.ndarray:
         x = np.asarray(obs, dtype=np.float64)
-        if x.shape[-1:] != (ctl.OBS_DIM,) or not np.isfinite(x).all():
-            raise InvalidInputError(f"observation must be finite (..., {ctl.OBS_DIM}), got shape {x.shape}")
+        if x.shape[-1:] != (self.obs_dim,) or not np.isfinite(x).all():
+            raise InvalidInputError(f"observation must be finite (..., {self.obs_dim}), got shape {x.shape}")
         n = len(self.weights) // 2
         for i in range(n):
             x = x @ np.asarray(self.weights[2 * i]).T + self.weights[2 * i + 1]
@@ -91,7 +107,8 @@ class ResidualPolicy:
 @dataclass(frozen=True)
 class TrainResult:
     """What :func:`train_residual` produced: the actor, per-episode returns and mean absolute force errors
-    (``(E, 3)``: normal [N], tangential [N], torque [N m]; Fig. 5), episodes, steps and wall time [s]."""
+    (``(E, 3)``: normal [N], tangential [N], torque [N m]; Fig. 5), episodes, steps, wall time [s], and the
+    snapshots ``(episodes done, actor)`` of :attr:`TrainOptions.snapshot_every`."""
 
     policy: ResidualPolicy
     returns: np.ndarray
@@ -99,6 +116,7 @@ class TrainResult:
     episodes: int
     steps: int
     wall_s: float
+    snapshots: tuple = ()
 
 
 def _actor_arrays(model) -> tuple[np.ndarray, ...]:
@@ -142,43 +160,88 @@ def _ddpg_class():
     return ResidualDDPG
 
 
-def _card(training: dict) -> dict:
+def _card(training: dict, history: bool = False, relative_action: bool = False) -> dict:
     """The actor's JSON card: format, network, action scales, activation thresholds, observation, training."""
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": ctl.OBS_DIM, "action_dim": 3,
-            "hidden": list(HIDDEN), "activation": "relu", "output": "tanh",
+    card = {"format": FORMAT, "format_version": FORMAT_VERSION, "obs_dim": HISTORY_DIM if history else ctl.OBS_DIM,
+            "action_dim": 3, "hidden": list(HIDDEN), "activation": "relu", "output": "tanh",
             "action_lin_scale_mps": ctl.ACTION_LIN_SCALE, "action_ang_scale_radps": ctl.ACTION_ANG_SCALE,
             "deviation_pos_tol_m": ctl.DEVIATION_POS_TOL, "deviation_ang_tol_rad": ctl.DEVIATION_ANG_TOL,
             "observation": "controller.observe: lambda(4)/FORCE_SCALE, F_des(4)/FORCE_SCALE, EE twist (n, t, wz), "
-                           "pose deviation (n, t, theta), progress", "training": training}
+                           "pose deviation (n, t, theta), progress"
+                           + ("; then pushing.observation's history: (lambda (4), deviation (3)) at lags 10, 20, "
+                              "30, 40 steps" if history else ""), "training": training}
+    if relative_action:
+        card.update(action_scale="relative", action_speed_fraction=ctl.ACTION_SPEED_FRACTION)
+        del card["action_lin_scale_mps"], card["action_ang_scale_radps"]
+    return card
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What the environment and the sampling of :func:`train_residual` are (issue 32 part 3).
+
+    Attributes:
+        history: observation with history (:mod:`contactkit.pushing.observation`). reward: :class:`~contactkit.
+            pushing.env.RewardKind` (eq 17 + pose, or eq 17 alone: the ablation). relative_action: action scale
+            relative to the plan's speeds. envs: environments stepped in parallel (subprocesses when > 1; each DDPG
+            update step then follows ``envs`` transitions, keeping updates per transition). snapshot_every: keep a
+            copy of the actor every this many episodes (None: none) for the choice on validation draws
+            (:mod:`contactkit.pushing.validation`).
+    """
+
+    history: bool = True
+    reward: RewardKind = RewardKind.EQ17_POSE
+    relative_action: bool = True
+    envs: int = 1
+    snapshot_every: int | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.envs) < 1 or (self.snapshot_every is not None and int(self.snapshot_every) < 1):
+            raise InvalidInputError(f"envs must be >= 1 and snapshot_every >= 1 or None, got {self.envs!r}, "
+                                    f"{self.snapshot_every!r}")
+
+
+def _make_env(episode_steps: int, options: TrainOptions, seed: int):
+    """The (vectorised) training environment with sb3's episode monitor."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    kwargs = dict(episode_steps=episode_steps, history=options.history, reward=options.reward,
+                  relative_action=options.relative_action)
+    vec = SubprocVecEnv if options.envs > 1 else DummyVecEnv
+    return make_vec_env(PushingResidualEnv, n_envs=int(options.envs), seed=int(seed), env_kwargs=kwargs,
+                        vec_env_cls=vec)
 
 
 def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], None] | None = None,
                    episode_steps: int = EPISODE_STEPS, learning_starts: int = 1000, batch_size: int = 128,
                    learning_rate: float = 1e-3, train_freq: int = 1, gradient_steps: int = 1,
                    wall_limit_s: float | None = None, zero_init: bool = True,
-                   critic_warmup: int = CRITIC_WARMUP_UPDATES, actor_learning_rate: float | None = None) -> TrainResult:
+                   critic_warmup: int = CRITIC_WARMUP_UPDATES, actor_learning_rate: float | None = None,
+                   options: TrainOptions = TrainOptions()) -> TrainResult:
     """Train π_θ with DDPG + OU noise in the randomised hybrid model (§II-C, §III-A).
 
     Args:
-        steps: environment steps. seed: seeds the environment draws, the network init and the noise (through
-            sb3's seeding; no global state is changed other than what sb3 itself seeds).
+        steps: environment steps (transitions, over all environments). seed: seeds the environment draws, the
+            network init and the noise (through sb3's seeding; no global state is changed other than what sb3
+            itself seeds).
         progress: called ``(done_steps, steps, last_episode_return)`` at each episode end, or None.
         episode_steps: steps per episode (2000 = 20 s, §IV-A). learning_starts, batch_size, learning_rate: DDPG.
-        train_freq, gradient_steps: ``gradient_steps`` updates every ``train_freq`` environment steps (measured,
-            loaded 2-core box, 2000-step episodes: 1/1 → 126 steps/s, 4/1 → 249 steps/s, the environment alone
-            533 steps/s).
+        train_freq, gradient_steps: ``gradient_steps × options.envs`` updates every ``train_freq`` steps of the
+            environments (measured, loaded 2-core box, 2000-step episodes, one environment: 1/1 → 126 steps/s,
+            4/1 → 249 steps/s, the environment alone 533 steps/s).
         wall_limit_s: stop at the first episode end after this many seconds [s] (None: run all ``steps``); the
             result then records the steps actually done.
         zero_init: start from π_θ ≡ 0 (zeroed output layer: the PD of eq 15 alone). critic_warmup: gradient updates
             before the actor's first change (:data:`CRITIC_WARMUP_UPDATES`; 0: from the first update).
         actor_learning_rate: the actor's Adam step (None: ``learning_rate``, sb3's single rate; DDPG's authors,
             Lillicrap et al. 2016, used 1e-4 for the actor and 1e-3 for the critic).
+        options: observation, reward, action scale, parallel environments, snapshots (:class:`TrainOptions`).
 
     Returns:
         :class:`TrainResult` (nothing written to disk; save with :func:`save_residual`).
     """
     import torch
-    from gymnasium.wrappers import RecordEpisodeStatistics
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise
@@ -192,17 +255,17 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     if wall_limit_s is not None and not (np.isfinite(wall_limit_s) and wall_limit_s > 0):
         raise InvalidInputError(f"wall_limit_s must be > 0 seconds or None, got {wall_limit_s!r}")
     torch.set_num_threads(1)
-    env = RecordEpisodeStatistics(PushingResidualEnv(episode_steps=episode_steps))
+    env = _make_env(episode_steps, options, seed)
     noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), OU_SIGMA * np.ones(3), theta=OU_THETA, dt=OU_DT)
     model = _ddpg_class()("MlpPolicy", env, learning_rate=learning_rate, buffer_size=max(steps, 1000),
                  learning_starts=min(learning_starts, max(steps // 2, 1)), batch_size=batch_size, tau=0.005,
                  gamma=DISCOUNT, action_noise=noise, seed=int(seed), device="cpu", train_freq=(int(train_freq), "step"),
-                 gradient_steps=int(gradient_steps),
+                 gradient_steps=int(gradient_steps) * int(options.envs),
                  policy_kwargs=dict(net_arch=list(HIDDEN), activation_fn=torch.nn.ReLU), verbose=0)
     model.actor_frozen_updates, model.actor_lr = int(critic_warmup), actor_learning_rate
     if zero_init:
         _zero_output(model)
-    returns, errors = [], []
+    returns, errors, snapshots = [], [], []
 
     class _Curve(BaseCallback):
         def _on_step(self) -> bool:
@@ -211,6 +274,8 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
                     returns.append(float(info["episode"]["r"]))
                     e = info.get("errors", {})
                     errors.append([e.get(k, np.nan) for k in ("normal_N", "tangential_N", "torque_Nm")])
+                    if options.snapshot_every and len(returns) % int(options.snapshot_every) == 0:
+                        snapshots.append((len(returns), _actor_arrays(model)))
                     if progress is not None:
                         progress(self.num_timesteps, int(steps), returns[-1])
                     if wall_limit_s is not None and time.perf_counter() - t0 > wall_limit_s:
@@ -222,24 +287,27 @@ def train_residual(steps: int, seed: int, progress: Callable[[int, int, float], 
     model.learn(total_timesteps=int(steps), callback=_Curve())
     wall = time.perf_counter() - t0
     done = int(model.num_timesteps)
-    card = _card(dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=done, seed=int(seed),
-                      episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
-                      ou_theta=OU_THETA, ou_dt_steps=OU_DT, gamma=DISCOUNT, learning_rate=learning_rate,
-                      batch_size=batch_size,
-                      train_freq=int(train_freq), gradient_steps=int(gradient_steps), steps_asked=int(steps),
-                      kp=env.unwrapped.kp, kv=env.unwrapped.kv,
-                      wall_limit_s=wall_limit_s, stopped_by_wall_limit=done < int(steps), zero_init=bool(zero_init),
-                      critic_warmup_updates=int(critic_warmup),
-                      actor_learning_rate=learning_rate if actor_learning_rate is None else actor_learning_rate))
+    training = dict(algorithm="DDPG (stable-baselines3) + OU noise", steps=done, seed=int(seed),
+                    episodes=len(returns), episode_steps=int(episode_steps), wall_s=wall, ou_sigma=OU_SIGMA,
+                    ou_theta=OU_THETA, ou_dt_steps=OU_DT, gamma=DISCOUNT, learning_rate=learning_rate,
+                    batch_size=batch_size, train_freq=int(train_freq), gradient_steps=int(gradient_steps),
+                    steps_asked=int(steps), kp=ctl.KP, kv=ctl.KV, wall_limit_s=wall_limit_s,
+                    stopped_by_wall_limit=done < int(steps), zero_init=bool(zero_init),
+                    critic_warmup_updates=int(critic_warmup),
+                    actor_learning_rate=learning_rate if actor_learning_rate is None else actor_learning_rate,
+                    reward=options.reward.value, envs=int(options.envs), dr="env.DR_BOUNDS + env.DR_PHYSICS")
     env.close()
+    card = _card(training, options.history, options.relative_action)
     policy = ResidualPolicy(_actor_arrays(model), card)
-    probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, ctl.OBS_DIM))
+    probe = np.random.default_rng(int(seed)).uniform(-3.0, 3.0, (8, policy.obs_dim))
     with torch.no_grad():
         ref = model.actor(torch.as_tensor(probe, dtype=torch.float32)).double().numpy()
     if not np.allclose(policy(probe), ref, atol=1e-5):
         raise RuntimeError("exported actor does not reproduce sb3's actor (layer layout changed?)")
-    return TrainResult(policy, np.array(returns),
-                       np.array(errors, dtype=np.float64).reshape(-1, 3), len(returns), done, wall)
+    snaps = tuple((n, ResidualPolicy(w, {**card, "training": {**training, "snapshot_episode": n}}))
+                  for n, w in snapshots)
+    return TrainResult(policy, np.array(returns), np.array(errors, dtype=np.float64).reshape(-1, 3), len(returns),
+                       done, wall, snaps)
 
 
 def save_residual(policy: ResidualPolicy, path: str | Path) -> Path:

@@ -6,8 +6,8 @@ the PD gains:
 
 1. draws: :func:`contactkit.pushing.gains.search_draws` from ``np.random.default_rng(VALIDATION_SEED)`` — the
    training distribution (both objects, all three profiles, goals of :func:`~contactkit.pushing.env.sample_goal`,
-   domain randomisation of :data:`~contactkit.pushing.env.DR_BOUNDS`), a stream that neither the gain search nor
-   the experiment's trials use;
+   domain randomisation of :data:`~contactkit.pushing.env.DR_BOUNDS` and :data:`~contactkit.pushing.env.DR_PHYSICS`),
+   a stream that neither the gain search, the experiment's trials nor the "real" draws use;
 2. each candidate (and the PD alone, ``None``) runs Algorithm 1 on every draw in the hybrid MLCP model of the
    randomised scene, planning with the nominal scene;
 3. per candidate: the mean translation and angle errors [%] (Table III definitions), the mean planar force
@@ -53,8 +53,8 @@ def validation_draws(per_case: int = DRAWS_PER_CASE, seed: int = VALIDATION_SEED
 
 
 def score_policy(policy, draws: list[DomainSample], duration: float = 20.0, dt: float = 0.01) -> PolicyScore:
-    """Run ``policy`` (a residual actor ``obs (15,) -> action (3,)``, or None for the PD alone) on ``draws`` in the
-    hybrid model of each randomised scene for ``duration`` [s] at ``dt`` [s] and score it (module doc step 3)."""
+    """Run ``policy`` (a residual actor ``obs (15,) or (43,) -> action (3,)``, or None for the PD alone) on ``draws``
+    in the hybrid model of each randomised scene for ``duration`` [s] at ``dt`` [s] and score it (module doc step 3)."""
     scores, done, failures = run_draws(draws, policy, duration=duration, dt=dt)
     keys = ("translation_pct", "angle_pct", "force_N", "torque_Nm")
     means = [float(np.mean([e[k] for e in done])) if done else float("nan") for k in keys]
