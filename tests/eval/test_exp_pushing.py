@@ -16,7 +16,10 @@ from contactkit.pushing.scene import ObjectKind, PushScene
 
 ISSUE_KEYS = ("object", "profile", "trials", "pd_translation_err_pct", "rl_translation_err_pct", "pd_angle_err_pct",
               "rl_angle_err_pct", "pd_force_err_N_sim", "rl_force_err_N_sim", "pd_force_err_N_real",
-              "rl_force_err_N_real", "pd_torque_err_Nm_real", "rl_torque_err_Nm_real")
+              "rl_force_err_N_real", "pd_torque_err_Nm_real", "rl_torque_err_Nm_real",
+              "rl_translation_err_pct_real", "rl_angle_err_pct_real", "pd_translation_err_pct_real",
+              "pd_angle_err_pct_real")
+"""Issues 18 and 32's keys per case (the numbers from index 3 on); ``rl_lost``/``pd_lost`` are counts."""
 SHORT = PushingConfig(trials=1, duration=2.0)
 """2 s episodes (seed 0: every case's goal feasible): every code path of the full run at a tenth of its cost."""
 
@@ -37,6 +40,10 @@ def test_short_run_has_every_key_finite(short_result):
         assert case["trials"] == 1 and case["infeasible"] == 0
         for key in ISSUE_KEYS[3:]:
             assert case[key] is not None and np.isfinite(case[key]) and case[key] >= 0, (case["object"], key)
+        assert isinstance(case["rl_lost"], int) and isinstance(case["pd_lost"], int)
+        assert case["pd_lost"] == case["lost"]["pd_real"] and case["rl_lost"] == case["lost"]["rl_real"]
+    assert set(result["bar"]) >= {"rl_le_pd_every_case", "rl_sum_le_half_pd", "rl_lost_le_pd_lost_every_case",
+                                  "rl_force_le_1p1_pd_every_case"}
     assert set(result["training"]) == {"episodes", "steps", "wall_s"}
     assert all(isinstance(v, int | float) and v > 0 for v in result["training"].values())
     json.dumps(result, allow_nan=False)
@@ -70,8 +77,48 @@ def test_infeasible_goal_is_a_reported_failure(monkeypatch):
         assert case["trials"] == 2 and case["infeasible"] == 2
         assert all(v == 0 for v in case["completed"].values())
         assert all(case[k] is None for k in ISSUE_KEYS[3:])
-    assert result["bar"]["rl_real_le_5pct_every_case"] is None
+    assert result["bar"]["rl_le_pd_every_case"] is None and result["bar"]["rl_sum_le_half_pd"] is None
     json.dumps(result, allow_nan=False)
+
+
+def test_lost_trial_counts_100_pct_and_is_counted(monkeypatch):
+    """A lost trial counts LOST_TRIAL_PCT in the translation and angle means (not dropped), its force error is that
+    of the steps it ran, and the case reports it in rl_lost / pd_lost; the bar sees the extra loss."""
+    monkeypatch.setattr(exp_pushing, "feasible_goal", lambda *a: True)
+
+    def fake(job):
+        controller, world, real_key = job[3], job[4], job[8]
+        lost = controller == "rl" and world == "real" and real_key[3] == 0
+        return {"failure": "step 5: object lost" if lost else None,
+                "errors": dict(translation_pct=3.0, angle_pct=1.0, force_N=0.2 if lost else 0.1, torque_Nm=0.001)}
+
+    monkeypatch.setattr(exp_pushing, "run_trial", fake)
+    result = run(quick=True, config=PushingConfig(trials=2, duration=1.0))
+    assert exp_pushing.LOST_TRIAL_PCT == 100.0
+    for case in result["cases"]:
+        assert case["rl_lost"] == 1 and case["pd_lost"] == 0 and case["lost"]["rl_sim"] == 0
+        assert case["rl_translation_err_pct_real"] == pytest.approx((100.0 + 3.0) / 2)
+        assert case["rl_angle_err_pct_real"] == pytest.approx((100.0 + 1.0) / 2)
+        assert case["pd_translation_err_pct_real"] == pytest.approx(3.0) == case["rl_translation_err_pct_sim"]
+        assert case["rl_force_err_N_real"] == pytest.approx(0.15)
+    bar = result["bar"]
+    assert bar["rl_lost_le_pd_lost_every_case"] is False and bar["rl_le_pd_every_case"] is False
+    assert bar["rl_sum_pct_real"] == pytest.approx(6 * (51.5 + 50.5)) and bar["pd_sum_pct_real"] == pytest.approx(24)
+
+
+def test_real_trials_draw_one_seeded_world_per_goal(monkeypatch):
+    """PD and RL meet the same "real" draw on a goal; goals and seeds differ in their draws."""
+    jobs = []
+    monkeypatch.setattr(exp_pushing, "feasible_goal", lambda *a: True)
+    monkeypatch.setattr(exp_pushing, "run_trial", lambda job: jobs.append(job) or
+                        {"failure": None, "errors": dict(translation_pct=1.0, angle_pct=1.0, force_N=0.1,
+                                                         torque_Nm=0.001)})
+    run(quick=True, config=PushingConfig(trials=2, duration=1.0))
+    keys = {(j[0], j[1], j[8][3]): set() for j in jobs}
+    for j in jobs:
+        keys[(j[0], j[1], j[8][3])].add(j[8])
+    assert all(len(v) == 1 for v in keys.values())  # one draw key per goal, shared by PD/RL and both worlds
+    assert len({next(iter(v)) for v in keys.values()}) == len(keys) == 12
 
 
 def test_committed_actor_matches_its_card():
