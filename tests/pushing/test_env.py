@@ -57,9 +57,17 @@ def test_env_reward_is_eq17_of_the_models_forces(kind):
     assert min(pose_terms) < 0.0  # the term is not vacuous on this episode
 
 
-def test_pose_reward_closed_form():
+def test_pose_reward_closed_form_and_losing_never_pays():
+    """−(w_p |d| + w_θ |dθ|), capped; with the pose term on, the per-step cost of losing the object exceeds the
+    worst per-step cost of continuing (eq 17 of no contact ≤ 2.47, pose ≤ the cap)."""
+    from contactkit.pushing.env import FAILURE_PENALTY_PER_STEP, POSE_COST_CAP
+
     assert pose_reward([0.003, -0.004, 0.1], (100.0, 20.0)) == pytest.approx(-(0.5 + 2.0), abs=1e-15)
     assert pose_reward(np.zeros(3)) == 0.0
+    assert pose_reward([0.04, 0.03, 1.0]) == -POSE_COST_CAP
+    env = PushingResidualEnv(episode_steps=10)
+    assert env.penalty_per_step == FAILURE_PENALTY_PER_STEP + POSE_COST_CAP > 2.47 + POSE_COST_CAP
+    assert PushingResidualEnv(episode_steps=10, reward=RewardKind.EQ17).penalty_per_step == FAILURE_PENALTY_PER_STEP
 
 
 def test_history_observation_has_the_stated_shape_and_lags():

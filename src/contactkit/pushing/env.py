@@ -19,7 +19,8 @@ the *nominal* Table II scene (it does not know the draw).
 * reward: eq 17 for the step (:func:`eq17_reward`, from the model's own contact forces, returned in
   ``info["contact_force"]``, ``info["contact_torque"]``) plus the pose-tracking term :func:`pose_reward` (a
   stated departure; ``reward=RewardKind.EQ17``: eq 17 alone, the ablation); an episode that loses the object ends
-  with :func:`failure_penalty`: :data:`FAILURE_PENALTY_PER_STEP` for each step left, discounted by :data:`DISCOUNT`;
+  with :func:`failure_penalty`: :data:`FAILURE_PENALTY_PER_STEP` (+ :data:`POSE_COST_CAP` with the pose term) for
+  each step left, discounted by :data:`DISCOUNT`;
 * episodes of ``episode_steps`` × ``dt`` (default 2000 × 0.01 s = 20 s, §IV-A).
 """
 
@@ -73,6 +74,10 @@ observation's history)."""
 POSE_WEIGHTS = (100.0, 20.0)
 """``(w_p [1/m], w_θ [1/rad])`` of the pose-tracking term :func:`pose_reward` (1 cm or 0.05 rad of deviation cost
 1 per step, the order of eq 17's per-step cost)."""
+POSE_COST_CAP = 5.0
+"""Largest per-step cost of :func:`pose_reward` (the position term at the 5 cm loss threshold). With the pose term
+on, losing the object costs :data:`FAILURE_PENALTY_PER_STEP` + this per remaining step, more than continuing can
+ever cost (eq 17 ≤ 2.47 per step, pose ≤ this), so ending early never pays."""
 GOAL_DISTANCE = (0.06, 0.12)
 """Goal distance of the centre of mass [m] (uniform)."""
 GOAL_ROTATION = (0.10, 0.35)
@@ -90,14 +95,14 @@ class RewardKind(str, enum.Enum):
     EQ17_POSE = "eq17+pose"
 
 
-def pose_reward(dev, weights=POSE_WEIGHTS) -> float:
-    """Pose-tracking term (issue 32, a stated departure from eq 17): ``−(w_p |d_pos| + w_θ |dθ|)`` for the object's
-    deviation ``dev`` ``(3,)`` = ``(d_n, d_t [m], dθ [rad])`` from the ICR plan. Eq 17 alone rewards following the
-    desired forces, which come from the nominal mass and friction: in a randomised world following them exactly
-    drifts off the trajectory (measured: 0.17–0.19 N of force error from ground sliding alone, and eq-17-optimal
-    actors lost the object in 4–5 of 12 validation episodes)."""
+def pose_reward(dev, weights=POSE_WEIGHTS, cap: float = POSE_COST_CAP) -> float:
+    """Pose-tracking term (issue 32, a stated departure from eq 17): ``−min(cap, w_p |d_pos| + w_θ |dθ|)`` for the
+    object's deviation ``dev`` ``(3,)`` = ``(d_n, d_t [m], dθ [rad])`` from the ICR plan. Eq 17 alone rewards
+    following the desired forces, which come from the nominal mass and friction: in a randomised world following
+    them drifts off the trajectory (issue 32 measured 0.17–0.19 N of force error from ground sliding alone, and
+    actors that lowered eq 17's cost lost the object in 4–5 of 12 validation episodes)."""
     d = np.asarray(dev, dtype=np.float64)
-    return -float(weights[0] * np.hypot(d[0], d[1]) + weights[1] * abs(d[2]))
+    return -float(min(cap, weights[0] * np.hypot(d[0], d[1]) + weights[1] * abs(d[2])))
 
 
 def failure_penalty(steps_left: int, per_step: float = FAILURE_PENALTY_PER_STEP, gamma: float = DISCOUNT) -> float:
@@ -209,6 +214,8 @@ class PushingResidualEnv(gym.Env):
         self.pos_tol, self.ang_tol, self.randomise = float(deviation_pos_tol), float(deviation_ang_tol), randomise
         self.history, self.reward_kind, self.relative_action = bool(history), RewardKind(reward), bool(relative_action)
         self.obs_dim = HISTORY_DIM if self.history else ctl.OBS_DIM
+        self.penalty_per_step = FAILURE_PENALTY_PER_STEP + (POSE_COST_CAP if self.reward_kind is RewardKind.EQ17_POSE
+                                                            else 0.0)
         self.observation_space = gym.spaces.Box(-ctl.OBS_CLIP, ctl.OBS_CLIP, (self.obs_dim,), np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
         self._arms: dict[ObjectKind, Arm] = {}
@@ -286,7 +293,7 @@ class PushingResidualEnv(gym.Env):
         if np.hypot(*dev_after[:2]) > ctl.FAIL_POS_DEVIATION:
             info = self._finish(info)
             info["failure"] = f"step {k}: object lost"
-            return obs, reward + failure_penalty(self.episode_steps - self.k), True, False, info
+            return obs, reward + failure_penalty(self.episode_steps - self.k, self.penalty_per_step), True, False, info
         truncated = self.k >= self.episode_steps
         return obs, reward, False, truncated, self._finish(info) if truncated else info
 
@@ -298,6 +305,6 @@ class PushingResidualEnv(gym.Env):
     def _fail(self, why: str, info: dict):
         info = self._finish(info)
         info["failure"] = why
-        penalty = failure_penalty(self.episode_steps - self.k)
+        penalty = failure_penalty(self.episode_steps - self.k, self.penalty_per_step)
         self.k = self.episode_steps
         return np.zeros(self.obs_dim, dtype=np.float32), penalty, True, False, info
