@@ -16,10 +16,10 @@ arm kinematics,     ``assets/kinova_gen2_7dof.xml``        every number cited th
 inertia, torques                                           datasheet [K1]–[K4]; link COMs and flange CHOSEN)
 joint armature      :data:`~contactkit.pushing.mismatch.    reflected rotor inertia; ASSUMPTION (see there), drawn
                     NOMINAL_ARMATURE` × draw                ×[0.5, 2] per joint
-joint loop          eq 15 at :data:`SUBSTEPS` × 100 Hz,     the joint controller runs faster than the 100 Hz command
-                    :attr:`DriveLoop.IMPLICIT`               loop (§III-B); 1 kHz is an ASSUMPTION (Kinova does not
-                                                           publish the Gen2 joint loop rate). Integrated implicitly
-                                                           (below), so its stability does not hinge on K_v·h/I
+joint loop          eq 15 at :data:`SUBSTEPS` × 100 Hz,     §III-B gives the 100 Hz command loop only; the drives'
+                    :attr:`DriveLoop.IMPLICIT`               own loop rate is not published: 1 kHz is an ASSUMPTION.
+                                                           Integrated implicitly (below), so its stability does not
+                                                           hinge on K_v·h/I
 contact softness    ``solref`` (0.01 s, 1.0), ``solimp``    MuJoCo's soft-contact model; PLA stiffness not measured:
                     (0.9, 0.95, 1 mm, 0.5, 2)               time constant 10 substeps (MuJoCo's advice: ≥ 2 steps),
                                                            critically damped. ASSUMPTION
@@ -35,8 +35,9 @@ beyond the explicit stability limit unless the armature is large, and the pusher
 numerical artefact. :attr:`DriveLoop.IMPLICIT` gives each joint an actuator with force ``c − K_p q − (K_v + h K_p)
 q̇`` (``c = τ_ff + K_p q_des + K_v q̇_des``), whose velocity term MuJoCo's ``implicitfast`` integrator treats
 implicitly: backward Euler on the whole PD (``K_p (q_des − q − h q̇⁺)`` is the spring at the end of the substep), as
-the hybrid model integrates it, stable for any gains. A joint whose PD torque exceeds its limit at a substep's
-start holds the limit torque for that substep (a saturated drive; as the hybrid model's ``step_pd``).
+the hybrid model integrates it, stable for any gains while the torques stay within their limits. A joint whose PD
+torque exceeds its limit at a substep's start holds the limit torque for that substep (a saturated drive, as the
+hybrid model's ``step_pd``; that switch is explicit).
 """
 
 from __future__ import annotations
