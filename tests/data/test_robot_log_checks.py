@@ -17,7 +17,7 @@ from contactkit.data.robot_log_import import import_robot_log
 from contactkit.data.robot_log_mapping import FtSampling, StreamKind, euler_to_quat
 from contactkit.data.robot_log_resample import make_stream
 from contactkit.errors import DatasetError, InvalidInputError
-from contactkit.rotations import quat_mul, quat_to_rotvec, rotvec_to_quat
+from contactkit.rotations import quat_mul, quat_to_mat, quat_to_rotvec, rotvec_to_quat
 from contactkit.tasks.scenes import peg_in_hole
 
 YAW = np.deg2rad(30.0)
@@ -244,3 +244,39 @@ def test_each_episode_records_its_source_and_a_second_import_is_refused_unless_a
     with open_dataset(out) as ds:
         assert len(ds) == 2 and ds.sources()[1]["sha256"] == source["sha256"]
     assert json.loads(json.dumps(source)) == source
+
+
+def _turning_log(path, *, order: str, follows: bool, tilt_deg: float = 10.0):
+    """A peg above the slot turning ±35° about its axis and tilting ``±tilt_deg`` about x (100 Hz, 3 s); its forces turn with
+    its weight (``follows``) or stay constant (a wrench compensated for the tool's load). Written with quaternions in
+    ``order``; no frames (the base is the world)."""
+    t = np.arange(300) / RATE
+    yaw = np.deg2rad(35.0) * np.sin(2 * np.pi * 0.5 * t)
+    tilt = np.deg2rad(tilt_deg) * np.sin(2 * np.pi * 0.3 * t)
+    q = quat_mul(rotvec_to_quat(np.stack([0 * t, 0 * t, yaw], 1)), rotvec_to_quat(np.stack([tilt, 0 * t, 0 * t], 1)))
+    pos = np.stack([0 * t, 0 * t, 0.07 + 0 * t], 1)
+    weight = float(scene().tool.mass) * 9.80665
+    down = np.einsum("nji,j->ni", quat_to_mat(q), np.array([0.0, 0.0, -weight]))  # R_kᵀ (0, 0, -m g)
+    force = np.array([0.2, -0.1, 0.1]) + (down if follows else np.broadcast_to([0.0, 0.0, -weight], down.shape))
+    quat = q if order == "wxyz" else q[:, [1, 2, 3, 0]]
+    rows = np.column_stack([t, pos, quat, force, np.zeros((len(t), 3))])
+    cols = ["t", "x", "y", "z", "q1", "q2", "q3", "q4", "fx", "fy", "fz", "tx", "ty", "tz"]
+    path.write_text(",".join(cols) + "\n" + "\n".join(",".join(repr(float(v)) for v in r) for r in rows) + "\n")
+    return path
+
+
+def test_a_forgotten_quaternion_order_that_still_looks_upright_is_a_gravity_warning(tmp_path):
+    """xyzw read as wxyz turns a yawing tool 180° about an axis near its own: the tool looks upright (no tool-tilt),
+    but the weight it implies swings in the sensor frame while the readings do not; the right order is silent."""
+    path = _turning_log(tmp_path / "log.csv", order="xyzw", follows=True)
+    assert _load(path, mapping(order="xyzw", base_yaw=False))[1] == []
+    _, found = _load(path, mapping(order="wxyz", base_yaw=False))
+    assert any(w.startswith("gravity: ") and "quaternion_order" in w for w in found), found
+    assert not any(w.startswith("tool-tilt: ") for w in found)
+
+
+def test_a_wrench_compensated_for_the_tool_load_is_named(tmp_path):
+    """A tool tilting ±30° swings its weight by about 1 N in the sensor frame; readings that stay put are named."""
+    path = _turning_log(tmp_path / "log.csv", order="wxyz", follows=False, tilt_deg=30.0)
+    _, found = _load(path, mapping(order="wxyz", base_yaw=False))
+    assert any(w.startswith("gravity: ") and "compensated" in w for w in found), found

@@ -15,6 +15,9 @@ fix) or reported as a named warning (:class:`RobotLogWarning`) when a real log c
 * ``force-scale`` (warning, with a scene): every force far below the tool's weight — forces in N declared mN;
 * ``tool-tilt`` (warning, with a scene): the tool's axis far from the scene's start orientation — ``frames.tool`` /
   ``frames.base`` rotation or ``quaternion_order``;
+* ``gravity`` (warning, with a scene): the orientation turns the tool's weight in the sensor frame by newtons, but the
+  force readings do not follow — a reordered quaternion that still looks upright (its angle to the truth is about
+  the tool axis, where ``tool-tilt`` is blind), or a wrench already compensated for the tool's load;
 * ``penetration`` (warning, with a scene): the imported tool poses inside the scene's geometry deeper than a
   calibrated cell's pose error (:data:`PENETRATION_TOL_M`) — ``frames.base`` (the slot's yaw), ``frames.tool``;
 * ``ft-lag`` (warning): the F/T stream agrees best with the motion at a time shift the mapping does not state
@@ -65,6 +68,15 @@ FORCE_SCALE_FRACTION = 0.01
 MAX_TOOL_TILT_RAD = np.deg2rad(60.0)
 """Median angle [rad] between the imported tool axis and the scene's start axis beyond which the frames or the
 quaternion order are suspect (an insertion or a placement keeps its tool axis within tens of degrees)."""
+
+GRAVITY_MIN_SWING_N = 0.5
+"""Smallest swing [N] (RMS over the log) of the tool's weight in the sensor frame, as the logged orientation turns it,
+for the ``gravity`` check to judge: a smaller one hides under contact forces and sensor noise."""
+
+GRAVITY_MIN_FOLLOWED = 0.3
+"""Fraction of that swing the force readings must follow (the RMS of their best linear fit on the weight's direction)
+for the orientation to count as consistent: a correct log follows it almost fully (contact forces add, they do not
+cancel it), a misread orientation not at all."""
 
 PENETRATION_TOL_M = 2e-4
 """Deepest penetration [m] of an imported tool pose into the scene that a calibrated cell explains: arm
@@ -180,6 +192,29 @@ def check_tilt(log: ImportedLog, scene, mapping: LogMapping) -> list[str]:
     return []
 
 
+def check_gravity(log: ImportedLog, scene, mapping: LogMapping) -> list[str]:
+    """Warn when the force readings do not turn with the tool's weight as the logged orientation says (module
+    docstring): the weight's direction in the tool frame ``g_k = R_kᵀ ẑ`` swings by ``m g · RMS|g_k − ḡ|``; the
+    readings' best affine fit on ``g_k`` (any constant sensor rotation and bias) must follow at least
+    :data:`GRAVITY_MIN_FOLLOWED` of that."""
+    ep = log.episode
+    g = quat_rotate(quat_conj(ep.quat), np.array([0.0, 0.0, 1.0]))
+    g = 0.5 * (g[:-1] + g[1:])[:len(ep.wrench)]  # a step's reading is its mean: the direction mid-step
+    dg = g - g.mean(axis=0)
+    swing = float(scene.tool.mass) * STANDARD_GRAVITY * float(np.sqrt(np.mean(np.sum(dg * dg, axis=-1))))
+    if swing < GRAVITY_MIN_SWING_N or len(g) < 8:
+        return []
+    f = ep.wrench[:, :3] - ep.wrench[:, :3].mean(axis=0)
+    coef, *_ = np.linalg.lstsq(dg, f, rcond=None)
+    followed = float(np.sqrt(np.mean(np.sum((dg @ coef) ** 2, axis=-1))))
+    if followed >= GRAVITY_MIN_FOLLOWED * swing:
+        return []
+    return [f"gravity: {mapping.source}: the logged orientation swings the tool's weight in the sensor frame by "
+            f"{swing:.3g} N (RMS), but the force readings follow {followed:.3g} N of it: the orientation is likely "
+            f"misread (mapping quaternion_order: xyzw? wxyz? the orientation group), or the logged wrench is already "
+            f"compensated for the tool's load"]
+
+
 def check_penetration(log: ImportedLog, scene, mapping: LogMapping) -> list[str]:
     """Warn when imported tool poses lie inside the scene deeper than :data:`PENETRATION_TOL_M`."""
     from contactkit.collision.contacts import CollisionWorld, contacts
@@ -263,6 +298,7 @@ def check_imported(log: ImportedLog, streams: dict[StreamKind, Stream], mapping:
     if scene is not None:
         found += check_wrench(log, scene, mapping)
         found += check_tilt(log, scene, mapping)
+        found += check_gravity(log, scene, mapping)
         found += check_penetration(log, scene, mapping)
     found += check_ft_lag(streams, mapping)
     for text in found:
