@@ -280,3 +280,15 @@ def test_a_wrench_compensated_for_the_tool_load_is_named(tmp_path):
     path = _turning_log(tmp_path / "log.csv", order="wxyz", follows=False, tilt_deg=30.0)
     _, found = _load(path, mapping(order="wxyz", base_yaw=False))
     assert any(w.startswith("gravity: ") and "compensated" in w for w in found), found
+
+
+def test_torques_in_newton_millimetres_without_a_scene_are_a_named_warning(tmp_path):
+    """No scene, no tool size: the torque-over-force lever (22 m here) still names the unit."""
+    path = write_log(tmp_path / "log.csv", torque_scale=1000.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = load_robot_log("csv", path, mapping())
+    assert any(w.startswith("torque-scale: ") and "units.torque" in w for w in log.warnings), log.warnings
+    assert any(issubclass(w.category, RobotLogWarning) for w in caught)
+    right = load_robot_log("csv", write_log(tmp_path / "ok.csv"), mapping())
+    assert not any(w.startswith("torque-scale") for w in right.warnings)

@@ -12,6 +12,8 @@ fix) or reported as a named warning (:class:`RobotLogWarning`) when a real log c
   ``quaternion_order``, ``units.angle``, ``units.position`` or ``streams.twist.frame``;
 * ``torque-lever`` (refused, with a scene): a torque larger than any force the sensor reads (plus the tool's weight)
   can make on the tool's size — torques in N·mm declared N·m, or ``frames.sensor.offset``;
+* ``torque-scale`` (warning, without a scene): the torques need a lever beyond :data:`MAX_TOOL_LEVER_M` on the read
+  forces (the scene's ``torque-lever`` cannot run) — torques in N·mm declared N·m;
 * ``force-scale`` (warning, with a scene): every force far below the tool's weight — forces in N declared mN;
 * ``tool-tilt`` (warning, with a scene): the tool's axis far from the scene's start orientation — ``frames.tool`` /
   ``frames.base`` rotation or ``quaternion_order``;
@@ -61,6 +63,10 @@ torque bias is tenths of a N·m)."""
 
 TORQUE_OUTLIER_FRACTION = 0.01
 """Fraction of steps that may exceed the lever bound (a glitch, an impact) before the log is refused."""
+
+MAX_TOOL_LEVER_M = 1.0
+"""Longest lever [m] between an F/T sensor and the contact it reads on a robot tool (end effectors are centimetres to
+tens of centimetres long); without a scene the median torque over the median force (at least 1 N) is judged by it."""
 
 FORCE_SCALE_FRACTION = 0.01
 """A log whose largest force stays below this fraction of the tool's weight reads forces too small by a unit."""
@@ -179,6 +185,21 @@ def check_wrench(log: ImportedLog, scene, mapping: LogMapping) -> list[str]:
     return out
 
 
+def check_torque_scale(log: ImportedLog, mapping: LogMapping) -> list[str]:
+    """Warn (no scene: no tool size or weight) when the median torque needs a lever beyond :data:`MAX_TOOL_LEVER_M`
+    on the median force (at least 1 N, so a free-space log with tiny forces is judged against a newton)."""
+    w = log.episode.wrench
+    if not len(w):
+        return []
+    f = max(float(np.median(np.linalg.norm(w[:, :3], axis=-1))), 1.0)
+    tau = float(np.median(np.linalg.norm(w[:, 3:], axis=-1)))
+    if tau <= MAX_TOOL_LEVER_M * f + TORQUE_FLOOR_NM:
+        return []
+    return [f"torque-scale: {mapping.source}: the median torque {tau:.3g} N·m would need a {tau / f:.3g} m lever on "
+            f"the median force {f:.3g} N (a robot tool reaches well under MAX_TOOL_LEVER_M = {MAX_TOOL_LEVER_M:g} m): "
+            "are the torques in N·mm declared N·m (mapping units.torque)? --scene checks them against the tool"]
+
+
 def check_tilt(log: ImportedLog, scene, mapping: LogMapping) -> list[str]:
     """Warn when the imported tool axis is far from the scene's start axis (median over the states)."""
     z = np.array([0.0, 0.0, 1.0])
@@ -295,7 +316,9 @@ def check_imported(log: ImportedLog, streams: dict[StreamKind, Stream], mapping:
     check_rotation_jumps(streams, mapping)
     check_twist(log, mapping)
     found = []
-    if scene is not None:
+    if scene is None:
+        found += check_torque_scale(log, mapping)
+    else:
         found += check_wrench(log, scene, mapping)
         found += check_tilt(log, scene, mapping)
         found += check_gravity(log, scene, mapping)
