@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -156,8 +157,12 @@ def test_missing_scene_and_checkpoint_are_named(tmp_path, target_quiet):
         load_recorded(path)
     with pytest.raises(CheckpointError, match="holds no checkpoint"):
         resolve_checkpoint(tmp_path)
-    with pytest.raises(CheckpointError, match="does not exist"):
+    with pytest.raises(CheckpointError, match="No such file"):
         resolve_checkpoint(tmp_path / "nope.safetensors")
+    fifo = tmp_path / "pipe.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(CheckpointError, match="FIFO"):  # refused without opening (a FIFO would block)
+        resolve_checkpoint(fifo)
 
 
 def test_clean_twin_scores_against_noise_free_readings(tmp_path, target_quiet):

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.errors import CheckpointError
+from contactkit.files import PathKind, expect_path
 from contactkit.model import ActionMode, ContactModel
 from contactkit.mujoco.mjcf import GRAVITY_MPS2
 from contactkit.mujoco.model import MujocoContactModel
@@ -132,9 +133,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
             if (path / name).is_file():
                 return path / name
         raise CheckpointError(f"{str(path)!r} holds no checkpoint (looked for {list(CHECKPOINT_NAMES)})")
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
-    return path
+    return expect_path(path, PathKind.FILE, lambda problem: CheckpointError(f"checkpoint {str(path)!r} {problem}"))
 
 
 def checkpoint_predictor(path: str | Path, name: str, device: str = "cpu") -> Predictor:
