@@ -5,7 +5,8 @@
 
 Both formats are read into the same streams and converted by
 :func:`~contactkit.data.robot_log_resample.episode_from_streams`, so a bag and the equivalent CSV give the same
-arrays. The dataset's ``action_mode`` is ``pose-delta`` when the log has pose targets, else ``wrench``; its
+arrays. The dataset's ``action_mode`` is the mapping's ``command_mode`` (``pose-delta`` by default, or
+``pose-target``) when the log has pose targets, else ``wrench``; its
 policy attribute records ``has_action`` (a commanded wrench) and ``logged_velocity``.
 """
 
@@ -46,7 +47,8 @@ def load_robot_log(fmt: LogFormat | str, path: str | os.PathLike, mapping: LogMa
             logged base frame; needed when the pose comes from a ``joints`` stream.
         limits: plausibility bounds (default :class:`LogLimits`).
         scene: the cell's :class:`~contactkit.scene.Scene` (or its JSON text), for the checks against the tool's
-            weight and size and the scene's geometry.
+            weight and size and the scene's geometry, and for the controller's tool centre point that pose
+            commands refer to (none: the tool origin).
         checks: run the consistency checks (False: only the value checks, for a synthetic log whose twist or
             torques are made up on purpose).
 
@@ -69,10 +71,12 @@ def load_robot_log(fmt: LogFormat | str, path: str | os.PathLike, mapping: LogMa
         from contactkit.data.robot_log_bag import read_bag_streams
 
         streams = read_bag_streams(path, mapping, limits)
-    log = episode_from_streams(streams, mapping, forward_kinematics)
+    cell = _scene_of(scene)
+    tcp = (0.0, 0.0, 0.0) if cell is None else tuple(cell.controller.tcp_offset)
+    log = episode_from_streams(streams, mapping, forward_kinematics, tcp)
     if not checks:
         return log
-    found = check_imported(log, streams, mapping, _scene_of(scene))
+    found = check_imported(log, streams, mapping, cell)
     return dataclasses.replace(log, warnings=tuple(found))
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contactkit.errors import InvalidInputError
+from contactkit.model import ActionMode
 from contactkit.rotations import quat_mul, rotvec_to_quat
 
 MAX_MAPPING_BYTES = 1 << 20
@@ -182,6 +183,9 @@ class LogMapping:
         twist_frame: frame of the logged twist.
         control_rate: control rate [Hz] or None (then the median interval of the pose stream).
         ft_sampling: how a step's F/T reading is formed.
+        command_mode: what a ``command_pose`` stream becomes: ``pose-delta`` (default; the displacement of the
+            tool centre point from its current pose) or ``pose-target`` (the absolute target, as the robot's
+            Cartesian controller tracked it).
         stamp: ``"header"`` (message header stamps) or ``"receive"`` (bag receive times) for bags.
         sensor: the logged F/T frame in contactkit's sensor frame (``R_s``, ``p_s``).
         tool: the tool origin in the logged body frame.
@@ -197,6 +201,7 @@ class LogMapping:
     twist_frame: TwistFrame = TwistFrame.WORLD
     control_rate: float | None = None
     ft_sampling: FtSampling = FtSampling.AUTO
+    command_mode: ActionMode = ActionMode.POSE_DELTA
     stamp: str = "header"
     sensor: Transform = Transform()
     tool: Transform = Transform()
@@ -205,7 +210,7 @@ class LogMapping:
 
 
 _TOP_KEYS = {"control_rate", "units", "quaternion_order", "time_column", "streams", "frames", "ft_sampling",
-             "stamp", "euler"}
+             "stamp", "euler", "command_mode"}
 _STREAM_KEYS = {"topic", "columns", "child_frame", "names", "frame", "offset_s"}
 
 
@@ -385,6 +390,8 @@ def mapping_from_dict(d, source: str = "<mapping>") -> LogMapping:
         ft_sampling=FtSampling(_choice(source, "ft_sampling", d.get("ft_sampling", "auto"),
                                        [f.value for f in FtSampling])),
         stamp=_choice(source, "stamp", d.get("stamp", "header"), ["header", "receive"]),
+        command_mode=ActionMode(_choice(source, "command_mode", d.get("command_mode", "pose-delta"),
+                                        [ActionMode.POSE_DELTA.value, ActionMode.POSE_TARGET.value])),
         source=source, **transforms)
 
 

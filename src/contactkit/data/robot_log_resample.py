@@ -16,8 +16,10 @@ for all sources (so a bag and the equivalent CSV give the same arrays):
    contactkit's sensor frame: ``f = R_s f_log``, ``τ = R_s τ_log + p_s × f``;
 5. commands held (zero-order) from the last logged command at or before ``g_k``: a commanded wrench (logged base
    frame, about the logged body's origin) becomes ``action[k]``: rotated into the world and moved to the tool
-   origin, ``τ = R_b τ_log − (R t_tool) × f``; a commanded pose ``(p_d, q_d)`` becomes the pose-delta
-   ``command[k] = (p_d − p_k, log(q_d ⊗ q_k*))`` (world frame, :class:`ActionMode` ``POSE_DELTA``).
+   origin, ``τ = R_b τ_log − (R t_tool) × f``; a commanded pose ``(p_d, q_d)`` becomes, for the scene
+   controller's tool centre point ``o`` (``tcp(p, q) = p + R(q) o``), the pose-delta ``command[k] = (tcp(p_d, q_d) −
+   tcp(p_k, q_k), log(q_d ⊗ q_k*))`` (world frame, :class:`ActionMode` ``POSE_DELTA``), or with ``command_mode:
+   pose-target`` the absolute target ``(tcp(p_d, q_d), log(q_d))`` as the robot tracked it (``POSE_TARGET``).
 
 Episode time is ``g_k − g_0`` [s].
 """
@@ -124,7 +126,8 @@ def make_stream(kind: StreamKind, times_ns, values, ids, where: str, limits=None
 @dataclass(frozen=True)
 class ImportedLog:
     """An imported episode with what the log held: ``has_action`` (a commanded wrench), ``action_mode`` (pose
-    targets → ``POSE_DELTA``, else ``WRENCH``), ``logged_velocity`` (a twist stream) and the grid step [s]."""
+    targets → the mapping's ``command_mode``, else ``WRENCH``), ``logged_velocity`` (a twist stream) and the grid
+    step [s]."""
 
     episode: Episode
     has_action: bool
@@ -252,13 +255,16 @@ def _velocities(streams, mapping: LogMapping, grid, pos, quat, times, raw_quat_g
 
 
 def episode_from_streams(streams: dict[StreamKind, Stream], mapping: LogMapping,
-                         forward_kinematics: ForwardKinematics | None = None) -> ImportedLog:
+                         forward_kinematics: ForwardKinematics | None = None,
+                         tcp_offset=(0.0, 0.0, 0.0)) -> ImportedLog:
     """Synchronise, resample and convert the streams of one log into an episode (steps in the module docstring).
 
     Args:
         streams: the log's streams (SI units, logged frames), at least pose (or joints) and wrench.
         mapping: units are already applied; its frames, control rate and F/T sampling are used here.
         forward_kinematics: joints → logged-body pose, needed when the pose comes from a joints stream.
+        tcp_offset: the scene controller's tool centre point ``(3,)`` [m, tool frame] that pose commands refer to
+            (:func:`pose_command`; zero: the tool origin).
 
     Returns:
         the episode (``K`` grid states, ``K − 1`` steps) and what the log held.
@@ -295,11 +301,27 @@ def episode_from_streams(streams: dict[StreamKind, Stream], mapping: LogMapping,
     if StreamKind.COMMAND_POSE in streams:
         held = _hold(streams[StreamKind.COMMAND_POSE], grid[:-1])
         p_d, q_d = _apply_pose_frames(held[:, :3], held[:, 3:], mapping.base, mapping.tool)
-        rel = quat_mul(q_d, quat_conj(quat[:-1]))
-        rel *= np.where(rel[:, :1] < 0.0, -1.0, 1.0)
-        command, mode = np.concatenate([p_d - pos[:-1], quat_to_rotvec(rel)], axis=-1), ActionMode.POSE_DELTA
+        command, mode = pose_command(pos[:-1], quat[:-1], p_d, q_d, tcp_offset, mapping.command_mode), \
+            mapping.command_mode
     episode = Episode(t, pos, quat, lin_vel, ang_vel, action, command, wrench).validated(mapping.source)
     return ImportedLog(episode, has_action, mode, StreamKind.TWIST in streams, step * 1e-9, int(grid[0]), sampling)
+
+
+def pose_command(pos: np.ndarray, quat: np.ndarray, target_pos: np.ndarray, target_quat: np.ndarray,
+                 tcp_offset, mode: ActionMode) -> np.ndarray:
+    """``(K, 6)`` commands of logged pose targets, world frame, for the scene's impedance controller
+    (:func:`contactkit.control.impedance.command_target`): the tool centre point ``p + R(q) o`` of the tool origin
+    ``pos (K, 3)``, ``quat (K, 4)`` and of the target ``target_pos``, ``target_quat`` (the target's tool origin), with
+    ``o`` = ``tcp_offset`` ``(3,)`` [m, tool frame]. ``POSE_DELTA``: ``(tcp_d − tcp, log(q_d ⊗ q*))``;
+    ``POSE_TARGET``: ``(tcp_d, log(q_d))`` [m, rad]."""
+    o = np.asarray(tcp_offset, dtype=np.float64)
+    tcp_d = target_pos + quat_rotate(target_quat, o)
+    if ActionMode(mode) is ActionMode.POSE_TARGET:
+        q = target_quat * np.where(target_quat[:, :1] < 0.0, -1.0, 1.0)
+        return np.concatenate([tcp_d, quat_to_rotvec(q)], axis=-1)
+    rel = quat_mul(target_quat, quat_conj(quat))
+    rel *= np.where(rel[:, :1] < 0.0, -1.0, 1.0)
+    return np.concatenate([tcp_d - (pos + quat_rotate(quat, o)), quat_to_rotvec(rel)], axis=-1)
 
 
 def resolve_ft_sampling(sampling: FtSampling, ft_times_ns: np.ndarray, step_ns: int) -> FtSampling:
