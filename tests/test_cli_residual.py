@@ -42,6 +42,21 @@ def test_train_residual_writes_a_checkpoint_over_a_calibrated_world(data, tmp_pa
     assert (out / "residual.safetensors.record.json").is_file()
 
 
+def test_calibrating_the_controller_writes_the_scene_beside_the_world(data, tmp_path):
+    from contactkit.scene import load_scene
+
+    world = tmp_path / "cal.json"
+    r = runner.invoke(app, ["calibrate", "--data", str(data / "train.h5"), "--held-out", str(data / "val.h5"),
+                            "--out", str(world), "--params", "controller_stiffness_scale,tcp_offset_z", "--coarse",
+                            "2", "--local", "3", "--segments", "4", "--horizon", "4"])
+    assert r.exit_code == 0, r.output
+    scene = load_scene(tmp_path / "cal.scene.json")  # every command takes it as --scene
+    record = json.loads((tmp_path / "cal.json.record.json").read_text())
+    assert set(record["controller"]) == {"controller_stiffness_scale", "tcp_offset_z"}
+    assert scene.controller.tcp_offset[2] == pytest.approx(record["controller"]["tcp_offset_z"])
+    assert "cal.scene.json" in r.output
+
+
 @pytest.mark.parametrize("args, match", [
     (["--backbone", "bullet"], "--backbone 'bullet'"),
     (["--model-world", "target"], "command_latency_substeps"),

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from contactkit.calibration import CalibrationBudget, calibrate, from_unit, param_names, to_unit
+from contactkit.calibration.controller import CONTROLLER, apply_controller
 from contactkit.calibration.realcell import MODE_CAP_HZ, REALCELL
 from contactkit.calibration.space import PAPER_CONTACT, PAPER_FREE, PARAMS, current
 from contactkit.data.collect import CollectSpec, collect
@@ -130,5 +131,43 @@ def test_calibration_finds_the_latency(late_logs):
     result = calibrate(fit.episodes, held.episodes, load_world("nominal"), (names, names), fit.action_mode, budget,
                        np.random.default_rng(1))
     assert result.world.command_latency_substeps == pytest.approx(15, abs=1)
+    for kind in result.held_out.values():
+        assert kind["calibrated"]["pos_rmse_m"] < 0.5 * kind["start"]["pos_rmse_m"]
+
+
+def test_parameter_sets_combine_with_names():
+    free, contact = param_names("paper,controller")
+    assert set(CONTROLLER) <= set(free) and set(CONTROLLER) <= set(contact) and set(PAPER_CONTACT) <= set(contact)
+    assert param_names("controller") == (CONTROLLER, CONTROLLER)
+    with pytest.raises(InvalidInputError, match="unknown"):
+        param_names("paper,controllers")
+
+
+@pytest.fixture(scope="module")
+def stiff_cell_logs(tmp_path_factory):
+    """Logs of a cell whose controller is twice as stiff as the scene says (the world is nominal)."""
+    gains = SCENE.controller
+    cell = dataclasses.replace(SCENE, controller=dataclasses.replace(
+        gains, stiffness_pos=gains.stiffness_pos * 2, stiffness_rot=gains.stiffness_rot * 2))
+    root = tmp_path_factory.mktemp("calibration-controller")
+    paths = {}
+    for name, seed, episodes in (("fit", 41, 2), ("held", 42, 1)):
+        paths[name] = str(root / f"{name}.h5")
+        collect(CollectSpec(policy="random-spline", episodes=episodes, steps=60, seed=seed, fixed_scene=cell),
+                paths[name])
+    return paths
+
+
+def test_calibration_finds_the_controllers_stiffness(stiff_cell_logs):
+    """Oracle: replayed with the scene's nominal controller the logs of a twice-as-stiff cell fit best at scale 2;
+    the calibrated controller is reported and applies to the scene."""
+    as_told = lambda logs: [dataclasses.replace(ep, scene=SCENE) for ep in logs.episodes]  # noqa: E731
+    fit, held = as_told(load_logged([stiff_cell_logs["fit"]])), as_told(load_logged([stiff_cell_logs["held"]]))
+    names, mode = ("controller_stiffness_scale",), load_logged([stiff_cell_logs["fit"]]).action_mode
+    result = calibrate(fit, held, load_world("nominal"), (names, names), mode,
+                       CalibrationBudget(coarse=8, local=20, segments=16, horizon=6), np.random.default_rng(2))
+    assert result.controller["controller_stiffness_scale"] == pytest.approx(2.0, rel=0.05)
+    fitted = apply_controller(SCENE.controller, result.controller)
+    np.testing.assert_allclose(fitted.stiffness_pos, 2 * SCENE.controller.stiffness_pos, rtol=0.05)
     for kind in result.held_out.values():
         assert kind["calibrated"]["pos_rmse_m"] < 0.5 * kind["start"]["pos_rmse_m"]

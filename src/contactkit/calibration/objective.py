@@ -13,11 +13,13 @@ trajectories and F/T readings" (App. V-D).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from contactkit.calibration.controller import apply_controller
 from contactkit.errors import InvalidInputError, SimulationDiverged, ToolTunnelled
 from contactkit.model import ActionMode, ContactModel, rollout
 from contactkit.models.residual.transitions import LoggedEpisode
@@ -85,10 +87,15 @@ def replay_model(scene: Scene, world: WorldParams, mode: ActionMode) -> ContactM
     return MujocoContactModel(scene, world, mode)
 
 
-def _replay(world: WorldParams, seg: Segments, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Squared errors of the ``rows`` (one scene): position, rotation ``(n, K)`` and force, torque ``(n, K)``."""
+def _replay(world: WorldParams, seg: Segments, rows: np.ndarray, controller: dict) -> tuple[np.ndarray, ...]:
+    """Squared errors of the ``rows`` (one scene, its controller changed by ``controller``,
+    :func:`~contactkit.calibration.controller.apply_controller`): position, rotation ``(n, K)`` and force, torque
+    ``(n, K)``."""
     eps = seg.episodes
-    model = replay_model(eps[int(rows[0, 0])].scene, world, seg.mode)
+    scene = eps[int(rows[0, 0])].scene
+    if controller:
+        scene = dataclasses.replace(scene, controller=apply_controller(scene.controller, controller))
+    model = replay_model(scene, world, seg.mode)
     k = seg.horizon
     start = BodyState.from_array(np.stack([eps[e].states[t] for e, t in rows])[:, None])
     commands = np.stack([eps[e].commands[t:t + k] for e, t in rows])
@@ -102,8 +109,9 @@ def _replay(world: WorldParams, seg: Segments, rows: np.ndarray) -> tuple[np.nda
     return pos, rot, force, torque
 
 
-def fit_error(world: WorldParams, seg: Segments, with_ft: bool) -> FitError:
-    """The errors of ``world`` replaying ``seg`` (one MuJoCo model per scene, every segment of a scene batched).
+def fit_error(world: WorldParams, seg: Segments, with_ft: bool, controller: dict | None = None) -> FitError:
+    """The errors of ``world`` replaying ``seg`` (one MuJoCo model per scene, every segment of a scene batched),
+    each scene's controller changed by ``controller`` (calibrated controller values; none: as logged).
 
     Returns :data:`DIVERGED` when MuJoCo diverges for a segment (a world that cannot replay the log).
     """
@@ -114,7 +122,7 @@ def fit_error(world: WorldParams, seg: Segments, with_ft: bool) -> FitError:
     parts = []
     try:
         for idx in groups.values():
-            parts.append(_replay(world, seg, seg.rows[idx]))
+            parts.append(_replay(world, seg, seg.rows[idx], controller or {}))
     except (SimulationDiverged, ToolTunnelled, InvalidInputError):  # a world MuJoCo cannot run, or that breaks
         return DIVERGED
     pos, rot, force, torque = (float(np.mean(np.concatenate([p[j] for p in parts]))) for j in range(4))

@@ -11,6 +11,7 @@ starting world's predictions at the recorded states (:mod:`contactkit.models.res
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,8 +19,9 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.stats import qmc
 
+from contactkit.calibration.controller import controller_values
 from contactkit.calibration.objective import FitError, Segments, fit_error, split_segments
-from contactkit.calibration.space import current, from_unit, to_unit
+from contactkit.calibration.space import current, from_unit, to_unit, unit_value, value_unit, world_and_controller
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
 from contactkit.models.residual.contact_model import Backbone, make_backbone
@@ -55,11 +57,15 @@ class CalibrationResult:
     stages: list
     held_out: dict
     evaluations: int
+    controller: dict = dataclasses.field(default_factory=dict)
+    """Calibrated scene-controller values (:func:`~contactkit.calibration.controller.apply_controller` turns a
+    scene's controller into the calibrated one); empty when none were calibrated."""
 
     def as_dict(self) -> dict:
-        """JSON-ready record (world parameters, fitted values, per-stage losses, held-out errors)."""
+        """JSON-ready record (world parameters, fitted values, per-stage losses, held-out errors, controller)."""
         return {"world": self.world.to_dict(), "params": list(self.params), "values": self.values,
-                "stages": self.stages, "held_out": self.held_out, "evaluations": self.evaluations}
+                "stages": self.stages, "held_out": self.held_out, "evaluations": self.evaluations,
+                "controller": self.controller}
 
 
 def _segments(episodes: Sequence[LoggedEpisode], base: WorldParams, mode: ActionMode, budget: CalibrationBudget,
@@ -80,19 +86,30 @@ def _segments(episodes: Sequence[LoggedEpisode], base: WorldParams, mode: Action
     return split_segments(episodes, offsets, contact, budget.horizon, budget.segments, mode, rng)
 
 
-def _stage(names: tuple[str, ...], start: WorldParams, seg: Segments, with_ft: bool,
+def _stage(names: tuple[str, ...], start: WorldParams, start_ctrl: dict, seg: Segments, with_ft: bool,
            budget: CalibrationBudget, rng: np.random.Generator, count: list[int],
-           progress: Callable[[int, int], None]) -> tuple[WorldParams, dict]:
-    """One stage: coarse Sobol search then Nelder–Mead from the best points; returns the best world and a record."""
+           progress: Callable[[int, int], None]) -> tuple[WorldParams, dict, dict]:
+    """One stage: coarse Sobol search then Nelder–Mead from the best points; returns the best world, the best
+    controller values (:mod:`contactkit.calibration.controller`) and a record."""
     scene = seg.episodes[0].scene
     total = budget.coarse + 1 + TOP_STARTS * budget.local
+    world_names, ctrl_names = world_and_controller(names)
+    n_world = len(world_names)
+
+    def candidate(u: np.ndarray) -> tuple[WorldParams, dict]:
+        u = np.clip(u, 0, 1)
+        ctrl = {**start_ctrl, **{n: unit_value(n, float(x), scene) for n, x in zip(ctrl_names, u[n_world:],
+                                                                                     strict=True)}}
+        return from_unit(start, scene, world_names, u[:n_world]), ctrl
 
     def loss(u: np.ndarray) -> float:
         count[0] += 1
         progress(min(count[0], total), total)
-        return fit_error(from_unit(start, scene, names, np.clip(u, 0, 1)), seg, with_ft).loss
+        world, ctrl = candidate(u)
+        return fit_error(world, seg, with_ft, ctrl).loss
 
-    u0 = to_unit(start, scene, names)
+    u0 = np.concatenate([to_unit(start, scene, world_names),
+                         [value_unit(n, start_ctrl[n], scene) for n in ctrl_names]])
     points = np.vstack([u0, qmc.Sobol(len(names), seed=rng).random(budget.coarse)])
     losses = np.array([loss(u) for u in points])
     best_u, best = u0, losses[0]
@@ -102,9 +119,10 @@ def _stage(names: tuple[str, ...], start: WorldParams, seg: Segments, with_ft: b
                            points[k])})
         if res.fun < best:
             best_u, best = np.clip(res.x, 0, 1), float(res.fun)
-    world = from_unit(start, scene, names, best_u)
-    return world, {"params": list(names), "with_ft": with_ft, "segments": len(seg.rows), "evaluations": count[0],
-                   "start_loss": float(losses[0]), "coarse_best_loss": float(losses.min()), "loss": float(best)}
+    world, ctrl = candidate(best_u)
+    return world, ctrl, {"params": list(names), "with_ft": with_ft, "segments": len(seg.rows),
+                         "evaluations": count[0], "start_loss": float(losses[0]),
+                         "coarse_best_loss": float(losses.min()), "loss": float(best)}
 
 
 def _simplex(u: np.ndarray, step: float = 0.1) -> np.ndarray:
@@ -141,20 +159,23 @@ def calibrate(episodes: Sequence[LoggedEpisode], held_out: Sequence[LoggedEpisod
     if not len(touching.rows):
         raise InvalidInputError("the logs have no segment with contact: the solver parameters cannot be fitted")
     count, records, world = [0], [], base
+    ctrl = {n: v for n, v in controller_values(episodes[0].scene.controller).items()
+            if n in world_and_controller(stages[1])[1]}
     for k, (names, seg, with_ft) in enumerate(((stages[0], free, False), (stages[1], touching, True))):
         if not names or not len(seg.rows):
             continue
         count[0] = 0
-        world, rec = _stage(names, world, seg, with_ft, budget, rng, count,
-                            lambda d, n, k=k: report(f"calibrate stage {k + 1}", d, n))
+        world, ctrl, rec = _stage(names, world, ctrl, seg, with_ft, budget, rng, count,
+                                  lambda d, n, k=k: report(f"calibrate stage {k + 1}", d, n))
         records.append(rec)
     hf, ht = _segments(held_out, base, mode, budget, rng)
-    held = {name: {"start": _errors(base, s, ft), "calibrated": _errors(world, s, ft)}
+    held = {name: {"start": _errors(base, {}, s, ft), "calibrated": _errors(world, ctrl, s, ft)}
             for name, s, ft in (("free", hf, False), ("contact", ht, True)) if len(s.rows)}
-    values = {n: current(world, episodes[0].scene)[n] for n in stages[1]}
-    return CalibrationResult(world, stages[1], values, records, held, sum(r["evaluations"] for r in records))
+    world_values = current(world, episodes[0].scene)
+    values = {n: ctrl[n] if n in ctrl else world_values[n] for n in stages[1]}
+    return CalibrationResult(world, stages[1], values, records, held, sum(r["evaluations"] for r in records), ctrl)
 
 
-def _errors(world: WorldParams, seg: Segments, with_ft: bool) -> dict:
-    e: FitError = fit_error(world, seg, with_ft)
+def _errors(world: WorldParams, ctrl: dict, seg: Segments, with_ft: bool) -> dict:
+    e: FitError = fit_error(world, seg, with_ft, ctrl)
     return {**e.as_dict(), "segments": len(seg.rows)}

@@ -19,6 +19,7 @@ from enum import Enum
 
 import numpy as np
 
+from contactkit.calibration.controller import CONTROLLER
 from contactkit.calibration.realcell import REALCELL, realcell_values, with_realcell
 from contactkit.errors import InvalidInputError
 from contactkit.physics import WorldParams
@@ -58,10 +59,16 @@ PARAMS = {p.name: p for p in (
     ParamSpec("compliance_k_rot_z", 10.0, 1e4, True, unit="N m/rad"),
     ParamSpec("compliance_zeta", 0.02, 1.0, True),
     ParamSpec("ft_filter_hz", 2.0, 1000.0, True, unit="Hz"),
+    ParamSpec("controller_stiffness_scale", 0.25, 4.0, True, unit="× the scene's stiffness"),
+    ParamSpec("controller_damping_ratio", 0.2, 2.0, False),
+    ParamSpec("tcp_offset_x", -0.2, 0.2, False, unit="m"),
+    ParamSpec("tcp_offset_y", -0.2, 0.2, False, unit="m"),
+    ParamSpec("tcp_offset_z", -0.2, 0.2, False, unit="m"),
 )}
 """Every parameter :func:`from_unit` can set. The friction scale is not in the paper's sets (its MuJoCo keeps the
 nominal friction); a user may add it with ``--params``. The real-cell fields (:mod:`contactkit.calibration.realcell`,
-where their bounds are sourced) are the ``full`` set's additions."""
+where their bounds are sourced) are the ``full`` set's additions; the scene controller's fields
+(:mod:`contactkit.calibration.controller`) the ``controller`` set's."""
 
 
 class ParamSet(str, Enum):
@@ -71,6 +78,8 @@ class ParamSet(str, Enum):
     PAPER_FRICTION = "paper+friction"
     FULL = "full"
     """The paper's sets plus the real-cell fields (latency, flange–tool compliance, sensor filter) in both stages."""
+    CONTROLLER = "controller"
+    """The scene controller's stiffness scale, damping ratio and TCP, in both stages (combine: ``paper,controller``)."""
 
 
 PAPER_FREE = ("tool_mass", "inertia_scale", "linear_damping", "angular_damping", "wrist_armature")
@@ -79,25 +88,36 @@ PAPER_CONTACT = PAPER_FREE + ("solref_timeconst", "solref_dampratio", "solimp_dm
 """Stage 2 (contact trajectories): stage 1's and the constraint solver's."""
 
 
+def _stages_of(token: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The (free, contact) stages of a set name, or None."""
+    sets = {ParamSet.PAPER.value: (PAPER_FREE, PAPER_CONTACT),
+            ParamSet.PAPER_FRICTION.value: (PAPER_FREE, PAPER_CONTACT + ("friction_scale",)),
+            ParamSet.FULL.value: (PAPER_FREE + REALCELL, PAPER_CONTACT + REALCELL),
+            ParamSet.CONTROLLER.value: (CONTROLLER, CONTROLLER)}
+    return sets.get(token)
+
+
 def param_names(spec: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The (free-space, contact) stages of a set name or a comma-separated list of :data:`PARAMS` names.
+    """The (free-space, contact) stages of a comma-separated list of set names (:class:`ParamSet`) and
+    :data:`PARAMS` names: a set adds its stages; a name joins the contact stage, and the free-space one too when it
+    is identifiable without contact (the paper's free set, the real-cell and controller fields).
 
     Raises:
         InvalidInputError: an unknown name (the message lists the valid ones).
     """
-    if spec == ParamSet.PAPER.value:
-        return PAPER_FREE, PAPER_CONTACT
-    if spec == ParamSet.PAPER_FRICTION.value:
-        return PAPER_FREE, PAPER_CONTACT + ("friction_scale",)
-    if spec == ParamSet.FULL.value:
-        return PAPER_FREE + REALCELL, PAPER_CONTACT + REALCELL
-    names = tuple(n.strip() for n in spec.split(",") if n.strip())
-    unknown = [n for n in names if n not in PARAMS]
-    if unknown or not names:
+    tokens = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in tokens if n not in PARAMS and _stages_of(n) is None]
+    if unknown or not tokens:
         raise InvalidInputError(f"--params {spec!r}: unknown {unknown or 'empty list'}; give "
-                                f"{[s.value for s in ParamSet]} or names from {sorted(PARAMS)}")
-    free = tuple(n for n in names if n in PAPER_FREE + REALCELL)
-    return free, names
+                                f"{[s.value for s in ParamSet]} or names from {sorted(PARAMS)}, comma-separated")
+    free, contact = [], []
+    for token in tokens:
+        stages = _stages_of(token)
+        if stages is None:
+            stages = ((token,) if token in PAPER_FREE + REALCELL + CONTROLLER else (), (token,))
+        free += [n for n in stages[0] if n not in free]
+        contact += [n for n in stages[1] if n not in contact]
+    return tuple(free), tuple(contact)
 
 
 def _value(spec: ParamSpec, u: float, scene: Scene) -> float:
@@ -152,3 +172,19 @@ def from_unit(base: WorldParams, scene: Scene, names: tuple[str, ...], u: np.nda
         wrist_armature=values["wrist_armature"], solref=(values["solref_timeconst"], values["solref_dampratio"]),
         solimp=tuple(float(x) for x in solimp), friction_scale=values["friction_scale"])
     return with_realcell(world, scene, values) if set(names) & set(REALCELL) else world
+
+
+def world_and_controller(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``names`` split into the world's parameters (:func:`from_unit`) and the scene controller's
+    (:mod:`contactkit.calibration.controller`)."""
+    return tuple(n for n in names if n not in CONTROLLER), tuple(n for n in names if n in CONTROLLER)
+
+
+def unit_value(name: str, u: float, scene: Scene) -> float:
+    """The value of parameter ``name`` at unit-cube coordinate ``u`` (its bounds; log-scaled where stated)."""
+    return _value(PARAMS[name], u, scene)
+
+
+def value_unit(name: str, v: float, scene: Scene) -> float:
+    """The unit-cube coordinate of value ``v`` of parameter ``name`` (clipped into its bounds)."""
+    return _unit(PARAMS[name], v, scene)

@@ -95,8 +95,9 @@ def calibrate(
     world: Annotated[str, typer.Option(help="the starting world: a preset or a JSON file")] = "nominal",
     params: Annotated[str, typer.Option(
         help="'paper' (mass, inertia, damping, armature; then solref/solimp: Act-FIGNet App. V-D), "
-             "'paper+friction', 'full' (the paper's plus latency, flange compliance and sensor filter), or "
-             "comma-separated names")] = "paper",
+             "'paper+friction', 'full' (the paper's plus latency, flange compliance and sensor filter), "
+             "'controller' (the scene controller's stiffness, damping ratio and TCP), or comma-separated sets "
+             "and names (e.g. paper,controller)")] = "paper",
     coarse: Annotated[int, typer.Option(help="coarse-search points per stage")] = 48,
     local: Annotated[int, typer.Option(help="local-optimiser evaluations per start")] = 80,
     segments: Annotated[int, typer.Option(help="replay segments per kind (free, contact)")] = 96,
@@ -127,6 +128,10 @@ def calibrate(
     except ContactkitError as exc:
         fail(exc)
     console.print(f"wrote {path} ({record['evaluations']} replays)", highlight=False)
+    if record.get("scene"):
+        console.print(f"wrote {record['scene']}: the logs' scene with the calibrated controller "
+                      f"({', '.join(f'{k} {v:.4g}' for k, v in record['controller'].items())}); give it as --scene",
+                      highlight=False)
     for kind, r in record["held_out"].items():
         s, c = r["start"], r["calibrated"]
         console.print(f"held-out {kind}: position {s['pos_rmse_m'] * 1e3:.3f} -> {c['pos_rmse_m'] * 1e3:.3f} mm, "

@@ -9,6 +9,7 @@ row and a user's command do the same work.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from contactkit.calibration import CalibrationBudget, calibrate, param_names
+from contactkit.calibration.controller import apply_controller
 from contactkit.data.logged import load_logged
 from contactkit.files import write_atomic
 from contactkit.model import ActionMode
@@ -31,7 +33,8 @@ from contactkit.models.residual import (
 from contactkit.physics import WorldParams
 from contactkit.scene import Scene
 
-__all__ = ["CALIBRATION_QUICK", "RESIDUAL_QUICK", "CalibrateJob", "ResidualJob", "fit_calibration", "fit_residual",
+__all__ = ["CALIBRATION_QUICK", "RESIDUAL_QUICK", "CalibrateJob", "ResidualJob", "calibrated_scene_path",
+           "fit_calibration", "fit_residual",
            "run_calibrate_job", "run_residual_job"]
 
 RESIDUAL_QUICK = ResidualTrainConfig(hidden=32, members=2, one_step_iters=20, batch=32, rollout_iters=2,
@@ -85,7 +88,9 @@ def fit_calibration(data: Sequence[str | Path], held_out: Sequence[str | Path], 
                     budget: CalibrationBudget, out: str | Path, seed: int = 0, scene: Scene | None = None,
                     progress: Callable[[str, int, int], None] | None = None) -> tuple[Path, dict]:
     """Calibrate ``world`` to the ``data`` files (``held_out`` reports the fit) and write the world file ``out``
-    (every command takes it as ``--world``/``--model-world``) and its record ``out`` + :data:`RECORD_SUFFIX`."""
+    (every command takes it as ``--world``/``--model-world``) and its record ``out`` + :data:`RECORD_SUFFIX`; with
+    controller parameters, also the logs' scene with the calibrated controller (:func:`calibrated_scene_path`,
+    named in the record's ``scene``)."""
     logs = load_logged(data, scene, control_dt=world.control_dt)
     held = load_logged(held_out, scene, control_dt=world.control_dt, action_mode=logs.action_mode)
     result = calibrate(logs.episodes, held.episodes, world, param_names(params), logs.action_mode, budget,
@@ -94,8 +99,19 @@ def fit_calibration(data: Sequence[str | Path], held_out: Sequence[str | Path], 
                            f"--params {params}; Act-FIGNet paper App. V-D)", **result.world.to_dict()}
     path = write_atomic(out, json.dumps(text, indent=1) + "\n")
     record = {**result.as_dict(), "sources": [list(s) for s in logs.sources], "params_set": params, "seed": seed}
+    if result.controller:  # the scene's controller was calibrated too: the logs' scene with it, beside the world
+        first = logs.episodes[0].scene
+        fitted = dataclasses.replace(first, controller=apply_controller(first.controller, result.controller))
+        record["scene"] = str(write_atomic(calibrated_scene_path(path), fitted.to_json() + "\n"))
     write_atomic(str(path) + RECORD_SUFFIX, json.dumps(record, indent=1) + "\n")
     return Path(path), record
+
+
+def calibrated_scene_path(world_path: str | Path) -> Path:
+    """Where :func:`fit_calibration` writes the scene with a calibrated controller: beside the world file,
+    ``NAME.scene.json`` for ``NAME.json``."""
+    p = Path(world_path)
+    return p.with_name(f"{p.stem}.scene.json")
 
 
 @dataclass(frozen=True)
