@@ -38,12 +38,15 @@ import numpy as np
 
 import contactkit
 from contactkit.control.icr import AngularProfile, ProfileKind
-from contactkit.eval.exp_pushing import DT_S, DURATION_S, FULL, RL_BAR_PCT, feasible_goal, trial_goals
+from contactkit.eval.exp_pushing import DT_S, DURATION_S, FULL, feasible_goal, trial_goals
 from contactkit.eval.workers import worker_pool
 from contactkit.pushing import controller as ctl
 from contactkit.pushing.real import RealPushWorld
 from contactkit.pushing.scene import ObjectKind, PushScene
 
+RL_BAR_PCT = 5.0
+"""The former per-case bar of the pushing experiment (RL-assisted translation and angle error ≤ 5 % in "real"),
+which this bound was written against; issue 32's bar compares RL with the PD instead (``exp_pushing.bar``)."""
 CONTACT_FORCE_N = 1e-3
 """A tip whose step-mean normal force exceeds this [N] touched the object in that control step."""
 POSE_GAINS = [(kn, kt, ka) for kn in (0.0, 2.0) for kt in (0.0, 2.0, -2.0) for ka in (0.0, 2.0, 5.0, -2.0)

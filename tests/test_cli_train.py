@@ -84,7 +84,7 @@ def test_bad_arguments_are_clear_errors(data, tmp_path):
                             "--collision-radius", "-1"])
     assert r.exit_code == 2 and "collision_radius" in r.output
     r = runner.invoke(app, ["evaluate", "--model", str(tmp_path / "none"), "--data", str(data / "val.h5")])
-    assert r.exit_code == 2 and "does not exist" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "No such file" in r.output and "Traceback" not in r.output
 
 
 def test_augment_is_recorded_and_checked(data, tmp_path):

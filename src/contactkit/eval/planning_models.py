@@ -75,16 +75,20 @@ ModelFactory = Callable[[Scene, WorldParams, InsertionBudget, str], ContactModel
 
 
 def _ground_truth(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
-    """MuJoCo in ``params``: batched from tool states, or, for a world with hidden state (latency, compliance,
-    filter: :meth:`~contactkit.physics.WorldParams.unmodelled_effects`), the :class:`~contactkit.mujoco.oracle.
-    WorldOracle` that must then follow the environment's world."""
-    if params is not None and params.unmodelled_effects():
-        from contactkit.mujoco.oracle import WorldOracle
-
-        return WorldOracle(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
+    """MuJoCo in ``params``, batched from tool states (a world with hidden state is refused by name; as the truth of
+    :func:`build_models` such a world gets the :class:`~contactkit.mujoco.oracle.WorldOracle` instead)."""
     from contactkit.mujoco.model import MujocoContactModel
 
     return MujocoContactModel(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
+
+
+def _truth_oracle(scene: Scene, params: WorldParams, budget: InsertionBudget, device: str) -> ContactModel:
+    """The ground truth of a world with hidden state (latency, compliance, filter:
+    :meth:`~contactkit.physics.WorldParams.unmodelled_effects`): the :class:`~contactkit.mujoco.oracle.WorldOracle`,
+    which the experiment must make follow the environment's world (it plans from nothing else)."""
+    from contactkit.mujoco.oracle import WorldOracle
+
+    return WorldOracle(scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
 
 
 def _check_protocol(model, name: str) -> ContactModel:
@@ -205,9 +209,10 @@ def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, dev
     """``({name: model}, [{"model": name, "reason": why}])``: the models that exist and those that do not.
 
     Every model assumes ``params`` (the model world) except those of :data:`TRUTH_MODELS`, which are built in
-    ``truth`` (the world that acts as reality) when it is given. A model whose ``action_mode`` is not in ``modes``
-    is missing (the MPC agent plans pose deltas, as the impedance-controlled tool of Act-FIGNet paper §IV-A
-    takes them).
+    ``truth`` (the world that acts as reality) when it is given — as a :class:`~contactkit.mujoco.oracle.WorldOracle`
+    when that world has hidden state (the caller makes it follow the environment's world). A model whose
+    ``action_mode`` is not in ``modes`` is missing (the MPC agent plans pose deltas, as the impedance-controlled
+    tool of Act-FIGNet paper §IV-A takes them).
     """
     models, missing = {}, []
     for name, factory in MODEL_FACTORIES.items():
@@ -217,8 +222,10 @@ def build_models(scene: Scene, params: WorldParams, budget: InsertionBudget, dev
             missing.append({"model": name, "reason": f"not run: this run's budget plans with {list(budget.models)}"})
             continue
         try:
-            world = truth if truth is not None and name in TRUTH_MODELS else params
-            model = factory(scene, world, budget, device)
+            if truth is not None and name in TRUTH_MODELS:
+                model = (_truth_oracle if truth.unmodelled_effects() else factory)(scene, truth, budget, device)
+            else:
+                model = factory(scene, params, budget, device)
             if ActionMode(model.action_mode) not in modes:
                 raise ModelUnavailable(f"{name} takes {ActionMode(model.action_mode).value} actions, not one of "
                                        f"{[m.value for m in modes]}")
