@@ -247,9 +247,9 @@ def test_each_episode_records_its_source_and_a_second_import_is_refused_unless_a
 
 
 def _turning_log(path, *, order: str, follows: bool, tilt_deg: float = 10.0):
-    """A peg above the slot turning ±35° about its axis and tilting ``±tilt_deg`` about x (100 Hz, 3 s); its forces turn with
-    its weight (``follows``) or stay constant (a wrench compensated for the tool's load). Written with quaternions in
-    ``order``; no frames (the base is the world)."""
+    """A peg above the slot turning ±35° about its axis and tilting ``±tilt_deg`` about x (100 Hz, 3 s); its forces
+    turn with its weight (``follows``) or stay constant (a wrench compensated for the tool's load). Written with
+    quaternions in ``order``; no frames (the base is the world)."""
     t = np.arange(300) / RATE
     yaw = np.deg2rad(35.0) * np.sin(2 * np.pi * 0.5 * t)
     tilt = np.deg2rad(tilt_deg) * np.sin(2 * np.pi * 0.3 * t)

@@ -104,9 +104,9 @@ def test_a_world_calibrated_with_the_real_cell_fields_replays_with_their_state(t
     """``mujoco-calibrated-full``'s world has latency, compliance and a filter: it is evaluated by the stateful
     replay (a WorldOracle started at rest), where ``mujoco-calibrated``'s world is evaluated statelessly."""
     from contactkit.eval.prediction_jobs import _predictor
+    from contactkit.model import ActionMode
     from contactkit.mujoco.model import MujocoContactModel
     from contactkit.mujoco.oracle import HiddenStart, WorldOracle
-    from contactkit.model import ActionMode
     from contactkit.tasks import peg_in_hole
 
     sets = exp._eval_sets(TINY)
