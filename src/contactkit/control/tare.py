@@ -29,11 +29,13 @@ from contactkit.state import BodyState
 __all__ = [
     "CONTACT_FALSE_ALARM",
     "MIN_CONTACT_FORCE_N",
+    "MIN_FREE_SPACE_STEPS",
     "MIN_TARE_SAMPLES",
     "TARE_STEPS",
     "Tare",
     "TareMode",
     "TaredWorld",
+    "episode_offsets",
     "estimate_tare",
     "hold_command",
     "parse_tare_mode",
@@ -46,6 +48,9 @@ MIN_CONTACT_FORCE_N = 0.1
 """Floor of the contact threshold [N]: a noise-free sensor still needs a force to call a contact."""
 MIN_TARE_SAMPLES = 3
 """Fewest readings a tare is estimated from (the noise needs a spread)."""
+MIN_FREE_SPACE_STEPS = 5
+"""Fewest free-space steps a logged episode needs for its own offset (:func:`episode_offsets`); with fewer it takes
+the median offset of the episodes that have one."""
 TARE_STEPS = 10
 """Default length of the still window [control steps] (1 s at the 10 Hz control rate of the peg tasks)."""
 
@@ -120,6 +125,47 @@ def estimate_tare(readings: np.ndarray) -> Tare:
     if not np.all(np.isfinite(readings)):
         raise InvalidInputError("tare readings contain NaN or infinity")
     return Tare(bias=readings.mean(axis=0), noise_std=readings.std(axis=0, ddof=1), samples=int(readings.shape[0]))
+
+
+def episode_offsets(readings: np.ndarray, episode: np.ndarray, free: np.ndarray, n_episodes: int,
+                    min_steps: int = MIN_FREE_SPACE_STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """Per-episode sensor offsets of logged readings, tared after the fact: the median free-space reading.
+
+    The offline counterpart of :func:`estimate_tare` for logs with no still window: every step known to touch
+    nothing (``free``; how that is known is the caller's: a physics backbone's zero force, or geometry) is a
+    free-space reading ``b + n_t``, and the median over an episode's such steps estimates its ``b`` robustly.
+
+    Args:
+        readings: ``(N, 6)`` F/T readings, sensor frame [N, N·m] (untared), one per step.
+        episode: ``(N,)`` the episode ``0 .. n_episodes-1`` of each step.
+        free: ``(N,)`` bool, the steps in free space.
+        n_episodes: number of episodes ``E``.
+        min_steps: fewest free steps for an episode's own offset.
+
+    Returns:
+        ``(offsets (E, 6), own (E,))``: an episode with at least ``min_steps`` free steps gets their median
+        (``own`` True); the others the median of those offsets (zeros when no episode has enough).
+
+    Raises:
+        InvalidInputError: shapes that do not match, an episode index out of range.
+    """
+    readings, episode = np.asarray(readings, dtype=np.float64), np.asarray(episode, dtype=np.int64)
+    free = np.asarray(free, dtype=bool)
+    if readings.ndim != 2 or readings.shape[1:] != (6,) or episode.shape != readings.shape[:1] \
+            or free.shape != episode.shape:
+        raise InvalidInputError(f"tare readings (N, 6), episodes (N,) and free mask (N,) must match, got "
+                                f"{readings.shape}, {episode.shape}, {free.shape}")
+    if episode.size and (episode.min() < 0 or episode.max() >= n_episodes):
+        raise InvalidInputError(f"tare episode indices must lie in [0, {n_episodes}), got "
+                                f"{episode.min()}..{episode.max()}")
+    offsets = np.full((n_episodes, 6), np.nan)
+    for e in range(n_episodes):
+        mask = free & (episode == e)
+        if mask.sum() >= min_steps:
+            offsets[e] = np.median(readings[mask], axis=0)
+    own = ~np.isnan(offsets[:, 0])
+    offsets[~own] = np.median(offsets[own], axis=0) if own.any() else 0.0
+    return offsets, own
 
 
 def hold_command(state: BodyState, hold: BodyState) -> np.ndarray:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contactkit.control.tare import MIN_FREE_SPACE_STEPS, episode_offsets
 from contactkit.errors import ContactkitError, InvalidInputError
 from contactkit.model import ContactModel
 from contactkit.models.residual.features import HISTORY
@@ -31,7 +32,7 @@ BACKBONE_CHUNK = 4096
 FREE_SPACE_N = 1e-9
 """Largest backbone force [N] of a step counted as free space for the tare (the backbone is noise-free: exactly 0
 without contact)."""
-MIN_TARE_STEPS = 5
+MIN_TARE_STEPS = MIN_FREE_SPACE_STEPS
 """Fewest free-space steps an episode needs for its own tare; with fewer its offset is the median over the
 episodes that have one."""
 
@@ -148,16 +149,12 @@ def _perturb(history: np.ndarray, scales: np.ndarray, rng: np.random.Generator) 
 def tare_offsets(episodes: Sequence[LoggedEpisode], rows: np.ndarray, backbone_wrench: np.ndarray) -> np.ndarray:
     """Per-episode sensor offsets ``(E, 6)`` [N, N·m]: the median reading over the episode's free-space steps
     (the backbone's force ≤ :data:`FREE_SPACE_N`); episodes with fewer than :data:`MIN_TARE_STEPS` such steps
-    take the median offset of the others (zeros when none has enough)."""
+    take the median offset of the others (zeros when none has enough): :func:`~contactkit.control.tare.episode_offsets`
+    of the rows' readings.
+    """
     free = np.linalg.norm(backbone_wrench[:, :3], axis=-1) <= FREE_SPACE_N
-    offsets = np.full((len(episodes), 6), np.nan)
-    for e in range(len(episodes)):
-        mask = free & (rows[:, 0] == e)
-        if mask.sum() >= MIN_TARE_STEPS:
-            offsets[e] = np.median(np.stack([episodes[e].readings[int(t)] for t in rows[mask, 1]]), axis=0)
-    known = ~np.isnan(offsets[:, 0])
-    offsets[~known] = np.median(offsets[known], axis=0) if known.any() else 0.0
-    return offsets
+    readings = np.stack([episodes[int(e)].readings[int(t)] for e, t in rows]) if len(rows) else np.zeros((0, 6))
+    return episode_offsets(readings, rows[:, 0], free, len(episodes), MIN_TARE_STEPS)[0]
 
 
 def build_transitions(episodes: Sequence[LoggedEpisode], backbones: Callable[[Scene], ContactModel],
