@@ -6,7 +6,8 @@ state, then adds the gated ensemble's correction of the next state and the F/T r
 the previous command (a command latency makes it observable). The model remembers, per batch position, the state it
 returned and the command that produced it: a history that ends at that state bit for bit (an open-loop rollout,
 an iCEM population, a particle set) continues with that command as the previous one; any other history uses
-:meth:`prime`'s command when given, else the current command (a held command).
+:meth:`prime`'s command when given, else the current command (a held command): :mod:`contactkit.models.command_memory`,
+shared with the graph networks.
 
 History check (a validated gate). Where a fresh history comes with its previous command (:meth:`prime`), the model
 first replays the history's own last transition ``s_{t-1} → s_t`` with and without the correction; if the corrected
@@ -27,6 +28,7 @@ import torch
 from contactkit.devices import torch_threads
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode, ContactModel
+from contactkit.models.command_memory import CommandMemory
 from contactkit.models.residual.features import HISTORY, apply_correction, features
 from contactkit.models.residual.network import ResidualNet
 from contactkit.physics import WorldParams
@@ -108,33 +110,26 @@ class ResidualContactModel:
         self.action_mode = backbone.action_mode
         self.control_dt = backbone.control_dt
         self.last_gate = np.ones(0)
-        self._returned = np.zeros((0, 13))
-        self._commands = np.zeros((0, 6))
+        self._memory = CommandMemory()
         self._trust = np.ones(0)
-        self._primed: np.ndarray | None = None
         p = next(net.parameters())
         self._device, self._dtype = p.device, p.dtype
 
     def prime(self, previous_command: np.ndarray) -> None:
         """The command ``(*B, 6)`` that acted in the step ending at the next call's history (used once)."""
-        self._primed = np.asarray(previous_command, dtype=np.float64).reshape(-1, 6)
+        self._memory.prime(previous_command)
 
     def _previous(self, hist: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per element: the previous command (the primed one, else the remembered one when the history ends at the
         state returned, else ``action``) and the trust ``(b,)`` in the correction (the history check's verdict for a
         primed fresh history, the remembered one for a continued rollout, else 1)."""
-        last = hist[:, -1]
-        prev, trust = action.copy(), np.ones(len(action))
-        same = np.zeros(len(action), dtype=bool)
-        if self._returned.shape == last.shape:
-            same = np.all(self._returned == last, axis=-1)
-            prev[same], trust[same] = self._commands[same], self._trust[same]
-        if self._primed is not None and self._primed.shape == action.shape:
-            prev = self._primed
-            fresh = ~same
-            if fresh.any() and self.gated:
-                trust[fresh] = self._history_check(hist[fresh], prev[fresh])
-        self._primed = None
+        prev, same, primed = self._memory.recall(hist[:, -1], action)
+        trust = np.ones(len(action))
+        if same.any():
+            trust[same] = self._trust[same]
+        fresh = ~same
+        if primed and fresh.any() and self.gated:
+            trust[fresh] = self._history_check(hist[fresh], prev[fresh])
         return prev, trust
 
     def _history_check(self, hist: np.ndarray, prev: np.ndarray) -> np.ndarray:
@@ -174,7 +169,8 @@ class ResidualContactModel:
         nxt, wrench = self.backbone.step(BodyState.from_array(flat_hist[:, -1][:, None]), action)
         state, reading, gate = self._correct(flat_hist, action, prev, nxt.as_array().reshape(-1, 13),
                                              np.asarray(wrench).reshape(-1, 6), trust)
-        self._returned, self._commands, self._trust = state.copy(), action.copy(), trust
+        self._memory.remember(state, action)
+        self._trust = trust
         self.last_gate = gate.reshape(batch)
         return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
 
