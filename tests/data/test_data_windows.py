@@ -26,15 +26,21 @@ def _expected_windows(episodes, h):
     return out
 
 
+def _expected_previous(episodes, h):
+    """``(prev_command, prev_action)`` of every window: step t-1's, step t's own at an episode's first step."""
+    return [(ep.command[max(t - 1, 0)], ep.action[max(t - 1, 0)]) for ep in episodes for t in range(h - 1, ep.n_steps)]
+
+
 @pytest.mark.parametrize("h", [1, 3, 5])
 def test_windows_match_the_episodes(tmp_path, rng, make_episode, make_meta, h):
     eps = [make_episode(rng, T) for T in (6, 2, 9, 4)]
     ds = TrajectoryWindows(_write(tmp_path / "d.h5", make_meta(), eps), history=h)
     expected = _expected_windows(eps, h)
+    previous = _expected_previous(eps, h)
     assert len(ds) == sum(max(0, ep.n_steps - h + 1) for ep in eps) == len(expected)
     for i, (hist, action, command, wrench, nxt) in enumerate(expected):
         item = ds[i]
-        assert set(item) == {"history", "action", "command", "wrench", "next_state"}
+        assert set(item) == {"history", "action", "command", "prev_command", "prev_action", "wrench", "next_state"}
         assert all(v.dtype == torch.float32 for v in item.values())
         assert item["history"].shape == (h, 13)
         assert torch.equal(item["history"], torch.from_numpy(hist).float())
@@ -42,9 +48,16 @@ def test_windows_match_the_episodes(tmp_path, rng, make_episode, make_meta, h):
         assert torch.equal(item["command"], torch.from_numpy(command).float())
         assert torch.equal(item["wrench"], torch.from_numpy(wrench).float())
         assert torch.equal(item["next_state"], torch.from_numpy(nxt).float())
+        assert torch.equal(item["prev_command"], torch.from_numpy(previous[i][0]).float())
+        assert torch.equal(item["prev_action"], torch.from_numpy(previous[i][1]).float())
     assert torch.equal(ds[-1]["next_state"], ds[len(ds) - 1]["next_state"])
     with pytest.raises(IndexError):
         ds[len(ds)]
+    for j, ep in enumerate(eps):
+        states, wrench = ds.episode_arrays(j)
+        np.testing.assert_allclose(states, ep.states().as_array(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(wrench, ep.wrench, rtol=1e-6, atol=1e-6)
+    assert ds.window_episode.tolist() == [j for j, ep in enumerate(eps) for _ in range(h - 1, ep.n_steps)]
 
 
 def test_several_files_and_an_episode_subset(tmp_path, rng, make_episode, make_meta):

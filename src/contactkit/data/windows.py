@@ -77,6 +77,8 @@ class TrajectoryWindows(torch.utils.data.Dataset):
     - ``action`` ``(6,)``: mean wrench applied during step t (world frame, tool origin) [N, N·m];
     - ``command`` ``(6,)``: what the policy commanded at step t, in the files' ``action_mode`` (a pose-target
       displacement [m, rad] or a wrench [N, N·m], world frame);
+    - ``prev_command``, ``prev_action`` ``(6,)``: the ``command`` and ``action`` of step t-1 (at an episode's
+      first step, step t's own): a command latency makes the wrench of step t depend on them;
     - ``wrench`` ``(6,)``: F/T reading during step t (sensor frame) [N, N·m];
     - ``next_state`` ``(13,)``: ``s_{t+1}``, same layout as a history row.
 
@@ -87,6 +89,8 @@ class TrajectoryWindows(torch.utils.data.Dataset):
 
     Attributes:
         action_mode: what ``command`` means (the files' :class:`~contactkit.control.impedance.ActionMode`).
+        episode_ids: ``(E,)`` the global indices of the selected episodes, in order.
+        window_episode: ``(len,)`` each window's episode, as a position in ``episode_ids``.
     """
 
     def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], *,
@@ -121,6 +125,11 @@ class TrajectoryWindows(torch.utils.data.Dataset):
             step_start += e.n_steps
         self._state_row = np.concatenate(state_rows).astype(np.int64) if chosen else np.zeros(0, np.int64)
         self._step_row = np.concatenate(step_rows).astype(np.int64) if chosen else np.zeros(0, np.int64)
+        starts = np.cumsum([0] + [e.n_steps for e in chosen])
+        self._step_bounds = starts
+        self.window_episode = np.repeat(np.arange(len(chosen)), [len(r) for r in step_rows]).astype(np.int64)
+        first = np.isin(self._step_row, starts[:-1])
+        self._prev_row = np.where(first, self._step_row, self._step_row - 1)
 
     @staticmethod
     def _select(n_loaded: int, episodes) -> np.ndarray:
@@ -136,6 +145,15 @@ class TrajectoryWindows(torch.utils.data.Dataset):
         if np.unique(ids).size != ids.size:
             raise InvalidInputError("episodes contains repeated indices")
         return ids
+
+    def episode_arrays(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """States ``(T+1, 13)`` (world frame) and F/T readings ``(T, 6)`` (sensor frame) of the ``j``-th selected
+        episode (of :attr:`episode_ids`), float64 copies of the loaded (float32) arrays."""
+        if not 0 <= j < self.n_episodes:
+            raise IndexError(f"episode {j} out of range ({self.n_episodes} episodes)")
+        lo, hi = int(self._step_bounds[j]), int(self._step_bounds[j + 1])
+        states = self._states[lo + j:hi + j + 1].double().numpy()
+        return states, self._wrench[lo:hi].double().numpy()
 
     @property
     def n_episodes(self) -> int:
@@ -154,6 +172,8 @@ class TrajectoryWindows(torch.utils.data.Dataset):
             "history": self._states[r - self.history + 1:r + 1].clone(),
             "action": self._action[k].clone(),
             "command": self._command[k].clone(),
+            "prev_command": self._command[int(self._prev_row[i])].clone(),
+            "prev_action": self._action[int(self._prev_row[i])].clone(),
             "wrench": self._wrench[k].clone(),
             "next_state": self._states[r + 1].clone(),
         }
