@@ -4,6 +4,8 @@
 :func:`contactkit.models.gnn.train`: :class:`~contactkit.data.windows.TrajectoryWindows` whose items also
 carry the index of their episode's scene, the distinct scenes, and the control period and gravity of the
 data. It lives in ``data/`` (above the models, below ``eval/``), not in ``eval/`` where it was first written.
+With ``tare`` the windows' ``wrench`` labels have their episode's sensor offset subtracted
+(:mod:`contactkit.data.label_tare`), and the windows' ``labels`` record it for the checkpoint.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contactkit.data.label_tare import LabelTare, tare_labels
 from contactkit.data.reader import open_dataset
 from contactkit.errors import DatasetError
 from contactkit.scene import Scene
@@ -32,28 +35,38 @@ class TrainingData:
 
     Attributes:
         windows: indexable window dicts (:class:`~contactkit.data.TrajectoryWindows` items plus an int
-            ``scene_index`` into ``scenes``).
+            ``scene_index`` into ``scenes``; ``wrench`` tared when ``tare`` is set); its ``labels`` attribute
+            is the JSON-compatible record of the labels (:meth:`LabelTare.summary`, or ``{"tared": False}``).
         scenes: the distinct scenes of the selected episodes, in order of first appearance.
         step: control period [s] and gravity of the data.
+        tare: the per-episode offsets subtracted from the labels, or None (untared).
     """
 
     windows: object
     scenes: tuple[Scene, ...]
     step: StepSpec
+    tare: LabelTare | None = None
 
 
 class _SceneWindows:
-    """TrajectoryWindows whose items also carry ``scene_index``."""
+    """TrajectoryWindows whose items also carry ``scene_index``, their ``wrench`` less their episode's offset."""
 
-    def __init__(self, windows, scene_index: np.ndarray):
+    def __init__(self, windows, scene_index: np.ndarray, tare: LabelTare | None = None):
         self.windows, self.scene_index = windows, scene_index
+        import torch
+
         self.action_mode = windows.action_mode
+        self.offsets = None if tare is None else torch.from_numpy(tare.offsets).float()
+        self.labels = {"tared": False} if tare is None else tare.summary()
 
     def __len__(self) -> int:
         return len(self.windows)
 
     def __getitem__(self, i: int) -> dict:
-        return {**self.windows[i], "scene_index": int(self.scene_index[i])}
+        item = {**self.windows[i], "scene_index": int(self.scene_index[i])}
+        if self.offsets is not None:
+            item["wrench"] = item["wrench"] - self.offsets[int(self.windows.window_episode[i])]
+        return item
 
 
 def _file_episodes(paths: Sequence[str]) -> tuple[list[tuple[str, int]], bool]:
@@ -70,7 +83,8 @@ def _file_episodes(paths: Sequence[str]) -> tuple[list[tuple[str, int]], bool]:
 
 
 def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
-                  episodes: Sequence[int] | None = None, scene: Scene | None = None) -> TrainingData:
+                  episodes: Sequence[int] | None = None, scene: Scene | None = None,
+                  tare: bool = False) -> TrainingData:
     """Windows of ``history`` states over dataset files, with per-episode scenes (random-scene data included).
 
     Args:
@@ -79,6 +93,8 @@ def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
         episodes: optional subset of those episode numbers (e.g. from ``split_by_episode``).
         scene: the geometry of episodes stored without one (robot logs imported without a scene); episodes
             with their own scene keep it.
+        tare: subtract each episode's sensor offset from its ``wrench`` labels (:func:`.label_tare.tare_labels`:
+            the median reading over its geometrically free steps), as the graph networks train.
 
     Raises:
         DatasetError: unreadable files, files that disagree on control period or gravity, or an episode
@@ -90,7 +106,7 @@ def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
     paths = [str(paths)] if isinstance(paths, (str, Path)) else [str(p) for p in paths]
     windows = TrajectoryWindows(paths, history=history, episodes=episodes)
     listed, gravity = _file_episodes(paths)
-    texts, index = [], []
+    texts, index, episode_scene = [], [], []
     for e in windows.episode_ids:
         text, steps = listed[int(e)]
         if text.strip() in ("", "{}") and scene is not None:
@@ -101,10 +117,16 @@ def training_data(paths: str | Path | Sequence[str | Path], *, history: int = 3,
         if text not in texts:
             texts.append(text)
         index.append(np.full(max(0, steps - history + 1), texts.index(text), dtype=np.int64))
+        episode_scene.append(texts.index(text))
     scene_index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
     if len(scene_index) != len(windows):
         raise DatasetError(f"{paths}: the episode index lists {len(scene_index)} windows, the data {len(windows)}")
     with open_dataset(paths[0]) as ds:
         dt = ds.meta.control_dt
     step = StepSpec(dt, (0.0, 0.0, -STANDARD_GRAVITY if gravity else 0.0))
-    return TrainingData(_SceneWindows(windows, scene_index), tuple(Scene.from_json(t) for t in texts), step)
+    scenes = tuple(Scene.from_json(t) for t in texts)
+    offsets = None
+    if tare:
+        arrays = [windows.episode_arrays(j) for j in range(windows.n_episodes)]
+        offsets = tare_labels([scenes[k] for k in episode_scene], [a[0] for a in arrays], [a[1] for a in arrays])
+    return TrainingData(_SceneWindows(windows, scene_index, offsets), scenes, step, offsets)
