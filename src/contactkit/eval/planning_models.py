@@ -168,7 +168,7 @@ def _residual(scene: Scene, params: WorldParams, budget: InsertionBudget, device
         check_compatible(ckpt, ckpt.backbone, params, ActionMode.POSE_DELTA, str(scene.meta.get("task", "")))
     except ContactkitError as exc:
         raise ModelUnavailable(f"residual {path}: {exc}") from exc
-    backbone = make_backbone(ckpt.backbone, scene, params, ActionMode.POSE_DELTA)
+    backbone = make_backbone(ckpt.backbone, scene, params, ActionMode.POSE_DELTA, n_threads=budget.n_threads)
     return _check_protocol(ResidualContactModel(net.to(device), backbone, scene), f"residual ({path})")
 
 

@@ -14,7 +14,7 @@ from contactkit.control.impedance import POSE_MODES, command_target
 from contactkit.errors import InvalidInputError, SimulationDiverged
 from contactkit.model import ActionMode
 from contactkit.mujoco.diverged import TIME_TOL_STEPS, UNTRUSTED_WARNINGS, captured_warnings, clear_warnings
-from contactkit.mujoco.substeps import summarise_substeps
+from contactkit.mujoco.substeps import mean_readings
 from contactkit.mujoco.world import CONTROL_SPEC, STATE_SPEC, MujocoWorld
 from contactkit.physics import WorldParams
 from contactkit.rotations import cross, quat_to_mat
@@ -188,14 +188,10 @@ class MujocoContactModel:
     def _outputs(self, states: np.ndarray, sensors: np.ndarray, batch: tuple) -> tuple[BodyState, np.ndarray]:
         """Final states and mean noise-free F/T readings of each batch element."""
         q0 = 1
-        tool, zeros6 = self.scene.tool, np.zeros(6)
+        tool = self.scene.tool
         sensor_pos, sensor_quat = self.params.sensor_frame(tool.sensor_pos, tool.sensor_quat)
         sensor_rot = quat_to_mat(sensor_quat)
-        reading = np.stack([
-            summarise_substeps(states[i], sensors[i], q0, states[i, 0, q0:q0 + 13], zeros6[:3], sensor_quat,
-                               zeros6, zeros6, zeros6, False, False, sensor_pos, sensor_rot, zeros6,
-                               np.empty((states.shape[1], 6)), False)[0]
-            for i in range(states.shape[0])])
+        reading = mean_readings(states, sensors, q0, np.asarray(sensor_pos, dtype=np.float64), sensor_rot)
         last = states[:, -1]
         q = last[:, q0 + 3:q0 + 7] / np.linalg.norm(last[:, q0 + 3:q0 + 7], axis=-1, keepdims=True)
         ang = np.einsum("bij,bj->bi", quat_to_mat(q), last[:, q0 + 10:q0 + 13])

@@ -173,3 +173,30 @@ def low_pass(rows, state, alpha):
             rows[k, i] = state[i]
             mean[i] += state[i]
     return mean / rows.shape[0]
+
+
+@njit(cache=True)
+def _batch_readings(states, sensors, q0, sensor_pos, sensor_rot):
+    zeros3, zeros6, unit = np.zeros(3), np.zeros(6), np.array([1.0, 0.0, 0.0, 0.0])
+    out = np.empty((states.shape[0], 6))
+    rows = np.empty((states.shape[1], 6))
+    for b in range(states.shape[0]):
+        out[b] = _summarise(states[b], sensors[b], q0, states[b, 0, q0:q0 + 13].copy(), zeros3, unit, zeros6,
+                            zeros6, zeros6, False, False, sensor_pos, sensor_rot, zeros6, rows, False, zeros3,
+                            False)[0]
+    return out
+
+
+def mean_readings(states: np.ndarray, sensors: np.ndarray, q0: int, sensor_pos: np.ndarray,
+                  sensor_rot: np.ndarray) -> np.ndarray:
+    """Mean noise-free F/T reading of each of ``b`` rollouts, ``(b, 6)`` (sensor frame, about the sensor origin)
+    [N, N·m]: :func:`summarise_substeps` without the controller terms, one compiled loop over the batch.
+
+    Args:
+        states: ``(b, n, nstate)`` sub-step states; sensors: ``(b, n, ≥9)`` their contact sensor rows.
+        q0: index of the tool's qpos in a state row; sensor_pos, sensor_rot: ``(3,)``, ``(3, 3)`` the sensor frame
+            in the tool frame.
+    """
+    return _batch_readings(np.ascontiguousarray(states, dtype=np.float64),
+                           np.ascontiguousarray(sensors, dtype=np.float64), int(q0),
+                           np.asarray(sensor_pos, dtype=np.float64), np.asarray(sensor_rot, dtype=np.float64))

@@ -66,8 +66,12 @@ class Backbone(str, Enum):
     ENGINE = "engine"
 
 
-def make_backbone(kind: Backbone | str, scene: Scene, world: WorldParams, mode: ActionMode) -> ContactModel:
+def make_backbone(kind: Backbone | str, scene: Scene, world: WorldParams, mode: ActionMode,
+                  n_threads: int = 0) -> ContactModel:
     """The backbone :class:`ContactModel` of ``kind`` for ``scene`` under ``world`` (noise-free F/T).
+
+    ``n_threads``: the MuJoCo backbone's rollout threads (0: the calling thread), as the planning models' ground truth
+    gets them (:class:`~contactkit.eval.planning_models.InsertionBudget`); the engine backbone ignores it.
 
     Raises:
         InvalidInputError: an unknown kind, or a world the backbone cannot simulate statelessly.
@@ -76,7 +80,7 @@ def make_backbone(kind: Backbone | str, scene: Scene, world: WorldParams, mode: 
     if kind is Backbone.MUJOCO:
         from contactkit.mujoco.model import MujocoContactModel
 
-        return MujocoContactModel(scene, world, mode)
+        return MujocoContactModel(scene, world, mode, n_threads=n_threads)
     from contactkit.engine.model import EngineContactModel
     from contactkit.engine.params import EngineParams
 
@@ -183,7 +187,7 @@ class ResidualContactModel:
         ref_pos = t(np.repeat(np.asarray(self.scene.target_pos, dtype=np.float64)[None], n, axis=0))
         ref_quat = t(np.repeat(np.asarray(self.scene.target_quat, dtype=np.float64)[None], n, axis=0))
         threads = self.inference_threads if self._device.type == "cpu" else None
-        with torch.no_grad(), (nullcontext() if threads is None else torch_threads(threads)):
+        with torch.inference_mode(), (nullcontext() if threads is None else torch_threads(threads)):
             x = features(t(hist), t(action), t(prev), t(bb), t(bb_wrench), ref_pos, ref_quat)
             corr, gate = self.net(x.to(self._device, self._dtype), gated=self.gated)
             w = torch.as_tensor(trust, dtype=corr.dtype, device=corr.device)

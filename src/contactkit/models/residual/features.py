@@ -69,20 +69,22 @@ def features(history: torch.Tensor, command: torch.Tensor, prev_command: torch.T
         ``(B, FEATURE_DIM)`` features, float dtype of ``history``.
     """
     pos, quat, lin, ang = _split(history)
+    n, h = history.shape[0], history.shape[1]
     p_t, q_t = pos[:, -1], quat[:, -1]
     rot_t = quat_to_mat(q_t)
-    inv_t = quat_conj(q_t)
-    past_pos = [_to_tool(rot_t, pos[:, k] - p_t) for k in range(pos.shape[1] - 1)]
-    past_rot = [quat_to_rotvec(quat_mul(inv_t, quat[:, k])) for k in range(quat.shape[1] - 1)]
-    vel = [_to_tool(rot_t, v[:, k]) for v in (lin, ang) for k in range(pos.shape[1])]
+    b_pos, b_quat, b_lin, b_ang = _split(backbone)
+    # every vector the tool frame reads, rotated by one batched product (row vectors: v R = (R^T v)^T)
+    vecs = torch.cat([pos[:, :-1] - p_t[:, None], lin, ang, command.reshape(n, 2, 3), prev_command.reshape(n, 2, 3),
+                      (b_pos - p_t)[:, None], b_lin[:, None], b_ang[:, None]], dim=1) @ rot_t
+    rots = quat_to_rotvec(quat_mul(quat_conj(q_t)[:, None], torch.cat([quat[:, :-1], b_quat[:, None]], dim=1)))
     rot_ref = quat_to_mat(ref_quat)
     rel_pos = _to_tool(rot_ref, p_t - ref_pos)
     rel_rot = (rot_ref.transpose(-1, -2) @ rot_t)[..., :, :2].reshape(-1, 6)
-    cmd = [_to_tool(rot_t, c[:, s]) for c in (command, prev_command) for s in (slice(0, 3), slice(3, 6))]
-    b_pos, b_quat, b_lin, b_ang = _split(backbone)
-    pred = [_to_tool(rot_t, b_pos - p_t), quat_to_rotvec(quat_mul(inv_t, b_quat)), _to_tool(rot_t, b_lin),
-            _to_tool(rot_t, b_ang)]
-    return torch.cat([*past_pos, *past_rot, *vel, rel_pos, rel_rot, *cmd, *pred, backbone_wrench], dim=-1)
+    k = h - 1  # past poses
+    v, c = k + 2 * h, k + 2 * h + 4  # where the velocities end, where the commands end
+    pred = [vecs[:, c], rots[:, k], vecs[:, c + 1], vecs[:, c + 2]]
+    return torch.cat([vecs[:, :k].reshape(n, -1), rots[:, :k].reshape(n, -1), vecs[:, k:v].reshape(n, -1), rel_pos,
+                      rel_rot, vecs[:, v:c].reshape(n, -1), *pred, backbone_wrench], dim=-1)
 
 
 def targets(current: torch.Tensor, backbone: torch.Tensor, backbone_wrench: torch.Tensor, truth: torch.Tensor,
@@ -108,9 +110,8 @@ def apply_correction(current: torch.Tensor, backbone: torch.Tensor, backbone_wre
 
     The orientation is renormalised; a zero ``correction`` returns the backbone's prediction exactly.
     """
-    rot_t = quat_to_mat(current[:, 3:7])
-    world = [(rot_t @ correction[:, s, None])[..., 0] for s in (slice(0, 3), slice(3, 6), slice(6, 9),
-                                                                 slice(9, 12))]
+    n = correction.shape[0]
+    world = (correction[:, :12].reshape(n, 4, 3) @ quat_to_mat(current[:, 3:7]).transpose(-1, -2)).unbind(1)
     b_p, b_q, b_v, b_w = _split(backbone)
     q = quat_mul(rotvec_to_quat(world[1]), b_q)
     q = q / q.norm(dim=-1, keepdim=True)
