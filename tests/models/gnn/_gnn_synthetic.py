@@ -109,6 +109,7 @@ def windows_from(states, actions, readings, h: int = 3) -> list[dict]:
         out.append({
             "history": torch.tensor(states[t - h + 1 : t + 1], dtype=torch.float32),
             "action": torch.tensor(actions[t], dtype=torch.float32),
+            "prev_action": torch.tensor(actions[max(t - 1, 0)], dtype=torch.float32),
             "wrench": torch.tensor(readings[t], dtype=torch.float32),
             "next_state": torch.tensor(states[t + 1], dtype=torch.float32),
         })

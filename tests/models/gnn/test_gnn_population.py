@@ -25,12 +25,12 @@ OUT_RTOL = 1e-6
 """Predictions of the two paths agree to this fraction of their largest magnitude (float32 rounding only)."""
 
 
-def _model(variant: ModelVariant, scene) -> GnnContactModel:
-    cfg = ModelConfig(GraphConfig(variant, 3, 0.01, ActionMode.WRENCH), latent_dim=16, hidden_dim=16,
+def _model(variant: ModelVariant, scene, previous: bool = False) -> GnnContactModel:
+    cfg = ModelConfig(GraphConfig(variant, 3, 0.01, ActionMode.WRENCH, previous), latent_dim=16, hidden_dim=16,
                       mlp_layers=2, message_passing_steps=3)
     model = GnnContactModel(EncodeProcessDecode(cfg, generator=torch.Generator().manual_seed(1)), scene, STEP)
     windows, wrench = _windows(scene, np.random.default_rng(9), 16)  # feature statistics of this scene's graphs
-    graph = model.input_graph(windows, wrench, fast=False)
+    graph = model.input_graph(windows, wrench, fast=False, prev_wrench=-wrench if previous else None)
     gen = torch.Generator().manual_seed(2)
     model.model.update_normalizers(graph, 1e-4 * torch.randn(graph.tool_nodes.shape[0], 3, generator=gen),
                                    torch.randn(16, 6, generator=gen))
@@ -60,14 +60,18 @@ def _assert_same_graph(a: Graph, b: Graph) -> None:
             torch.testing.assert_close(x, y, rtol=1e-6, atol=1e-9, msg=f.name)
 
 
+@pytest.mark.parametrize("previous", [False, True])
 @pytest.mark.parametrize("variant", list(ModelVariant))
 @pytest.mark.parametrize("shape", ["triangle", "hexagon"])
-def test_population_graph_equals_the_per_window_graphs(variant, shape):
-    """Same edges in the same order (so identical as sets), same features and predictions, in and out of contact."""
+def test_population_graph_equals_the_per_window_graphs(variant, shape, previous):
+    """Same edges in the same order (so identical as sets), same features and predictions, in and out of contact
+    (with the previous action's channels too)."""
     scene = peg_in_hole(shape, 5e-3)
-    model = _model(variant, scene)
+    model = _model(variant, scene, previous)
     windows, wrench = _windows(scene, np.random.default_rng(0), 24)
-    fast, slow = model.input_graph(windows, wrench), model.input_graph(windows, wrench, fast=False)
+    prev = np.random.default_rng(1).normal(0, 2.0, wrench.shape) if previous else None
+    fast = model.input_graph(windows, wrench, prev_wrench=prev)
+    slow = model.input_graph(windows, wrench, fast=False, prev_wrench=prev)
     _assert_same_graph(fast, slow)
     per_graph = torch.bincount(slow.face_senders[:, 0] // model.population.num_mesh, minlength=24)
     assert (per_graph > 0).sum() >= 6 and (per_graph == 0).sum() >= 3  # contact and free space both covered
@@ -130,15 +134,16 @@ def test_rollout_on_the_fast_path_equals_the_reference_path(monkeypatch, shape):
     build = GnnContactModel.input_graph
     rows = {True: [], False: []}
 
-    def recorded(self, windows, wrench, fast=True, prune=False):
-        graph = build(self, windows, wrench, fast=fast, prune=prune)
+    def recorded(self, windows, wrench, fast=True, prune=False, prev_wrench=None):
+        graph = build(self, windows, wrench, fast=fast, prune=prune, prev_wrench=prev_wrench)
         rows[fast].append((graph.mesh_x.shape[0], graph.face_x.shape[0]))
         return graph
 
     monkeypatch.setattr(GnnContactModel, "input_graph", recorded)
     fast_states, fast_readings = model.rollout(BodyState.from_array(windows), actions)
     monkeypatch.setattr(GnnContactModel, "input_graph",
-                        lambda self, windows, wrench, fast=True, prune=False: recorded(self, windows, wrench, False))
+                        lambda self, windows, wrench, fast=True, prune=False, prev_wrench=None:
+                        recorded(self, windows, wrench, False, prev_wrench=prev_wrench))
     ref_states, ref_readings = model.rollout(BodyState.from_array(windows), actions)
     assert len(rows[False]) == 4 and min(faces for _, faces in rows[False]) > 0  # the reference ran, in contact
     assert all(n == 8 * model.population.num_mesh for n, _ in rows[False])

@@ -47,23 +47,29 @@ def _rotate_world(rot_q):
     return (scene, STEP, history, nxt), (moved, step, np.array([rot_state(s) for s in history]), rot_state(nxt))
 
 
+@pytest.mark.parametrize("previous", [False, True])
 @pytest.mark.parametrize("variant", list(ModelVariant))
-def test_rotating_the_world_rotates_features_and_targets(variant):
+def test_rotating_the_world_rotates_features_and_targets(variant, previous):
+    """With ``previous_command`` the previous action's channels (world↔mesh edges, FIGNet+ node features) rotate
+    as vectors too and their norms stay."""
     rot_q = rotvec_to_quat(np.array([0.9, -1.7, 0.4]))
     rot = quat_to_mat(rot_q)
     action = np.array([1.0, -2.0, 3.0, 0.05, 0.02, -0.01])
+    prev_action = np.array([-0.5, 1.5, 2.0, -0.03, 0.04, 0.02])
     reading = np.array([0.3, -0.1, 4.0, 0.01, 0.02, 0.0])
-    config = GraphConfig(variant, 3, 0.01, ActionMode.WRENCH)
+    config = GraphConfig(variant, 3, 0.01, ActionMode.WRENCH, previous)
     graphs, targets = [], []
     for scene, step, history, nxt in _rotate_world(rot_q):
         arrays = prepare_scene(scene, step)
-        act = action if step is STEP else np.r_[rot @ action[:3], rot @ action[3:]]
-        inputs = graph_inputs(arrays, history, act)
+        turn = (lambda a: a) if step is STEP else (lambda a: np.r_[rot @ a[:3], rot @ a[3:]])
+        inputs = graph_inputs(arrays, history, turn(action), turn(prev_action) if previous else None)
         tgt = graph_targets(arrays, history, reading, nxt)  # the sensor reading is body-fixed: unchanged
         graphs.append(build_graph(arrays, inputs, config))
         targets.append((acceleration_target(inputs, tgt), tgt.wrench))
     g0, g1 = graphs
     assert g0.face_senders.shape[0] > 0, "the scene must exercise face edges"
+    assert any(block.startswith("prev_") for layout in feature_layouts(config).values()
+               for block, _, _ in layout) == previous
     for name in ("om_index", "mo_index", "wm_index", "mw_index", "face_senders", "face_receivers"):
         np.testing.assert_array_equal(getattr(g0, name).numpy(), getattr(g1, name).numpy(), err_msg=name)
     for name, layout in feature_layouts(config).items():
@@ -84,12 +90,17 @@ def test_augmentation_equals_the_rotated_world():
     (s0, st0, h0, n0), (s1, st1, h1, n1) = _rotate_world(rot_q)
     rot = quat_to_mat(rot_q)
     action = np.array([0.5, 0.2, 6.0, 0.0, 0.01, 0.0])
+    prev = np.array([0.1, -0.4, 5.0, 0.02, 0.0, -0.01])
     reading = np.array([0.0, 0.1, 2.0, 0.0, 0.0, 0.01])
     a0, a1 = prepare_scene(s0, st0), prepare_scene(s1, st1)
-    i0, t0 = graph_inputs(a0, h0, action), graph_targets(a0, h0, reading, n0)
-    i1, t1 = graph_inputs(a1, h1, np.r_[rot @ action[:3], rot @ action[3:]]), graph_targets(a1, h1, reading, n1)
+
+    def turn(a):
+        return np.r_[rot @ a[:3], rot @ a[3:]]
+
+    i0, t0 = graph_inputs(a0, h0, action, prev), graph_targets(a0, h0, reading, n0)
+    i1, t1 = graph_inputs(a1, h1, turn(action), turn(prev)), graph_targets(a1, h1, reading, n1)
     ia, ta = rotate_sample(i0, t0, rot)
-    for field in ("tool_positions", "tool_centers", "static_positions", "static_centers", "wrench"):
+    for field in ("tool_positions", "tool_centers", "static_positions", "static_centers", "wrench", "prev_wrench"):
         np.testing.assert_allclose(getattr(ia, field), getattr(i1, field), atol=1e-12, err_msg=field)
     np.testing.assert_allclose(ta.next_positions, t1.next_positions, atol=1e-12)
     np.testing.assert_allclose(ta.wrench, t1.wrench, atol=1e-12)

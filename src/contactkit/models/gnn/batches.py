@@ -40,10 +40,12 @@ class Windows:
         scene: the scene of the windows, or a sequence indexed by their ``scene_index``.
         step: control period and gravity of the data.
         mode: the model's action mode.
+        previous: the model also reads the previous step's action (``GraphConfig.previous_command``).
     """
 
-    def __init__(self, windows, scene: Scene | Sequence[Scene], step: StepSpec, mode: ActionMode):
-        self.windows, self.mode = windows, ActionMode(mode)
+    def __init__(self, windows, scene: Scene | Sequence[Scene], step: StepSpec, mode: ActionMode,
+                 previous: bool = False):
+        self.windows, self.mode, self.previous = windows, ActionMode(mode), bool(previous)
         data_mode = getattr(windows, "action_mode", None)
         if self.mode is ActionMode.POSE_DELTA and data_mode is not None and ActionMode(data_mode) != self.mode:
             raise InvalidInputError(f"a {self.mode.value} model needs pose-delta commands, but the windows were "
@@ -61,7 +63,7 @@ class Windows:
         k = int(w["scene_index"]) if "scene_index" in w else 0
         if not 0 <= k < len(self.arrays):
             raise InvalidInputError(f"window {i} names scene_index {k}, but {len(self.arrays)} scene(s) were given")
-        return self.arrays[k], prepare_window(self.arrays[k], w, self.mode)
+        return self.arrays[k], prepare_window(self.arrays[k], w, self.mode, self.previous)
 
 
 def step_generator(seed: int, step: int) -> np.random.Generator:

@@ -110,12 +110,16 @@ class GraphConfig:
         action_mode: what the model's action is: a pose-delta command of the impedance controller, turned
             into the controller's wrench at the model's own state (:mod:`.actions`; the default), or the
             wrench applied to the tool (``WRENCH``: for data recorded under wrench control).
+        previous_command: the previous step's action enters the graph too, as a second net wrench computed
+            the same way (:data:`PREVIOUS_BLOCKS`): a command latency makes the wrench of step t depend on it.
+            False in checkpoints from before the flag existed.
     """
 
     variant: ModelVariant = ModelVariant.ACT_FIGNET
     history: int = 3
     collision_radius: float = 0.01
     action_mode: ActionMode = ActionMode.POSE_DELTA
+    previous_command: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "variant", ModelVariant(self.variant))
@@ -126,16 +130,20 @@ class GraphConfig:
                                     f"{ActionMode.POSE_DELTA.value!r} or {ActionMode.WRENCH.value!r} data")
         if not (isinstance(self.history, int) and self.history >= 2):
             raise InvalidInputError(f"GraphConfig.history must be an integer >= 2, got {self.history!r}")
+        if not isinstance(self.previous_command, bool):
+            raise InvalidInputError(f"GraphConfig.previous_command must be a bool, got {self.previous_command!r}")
         if not (np.isfinite(self.collision_radius) and self.collision_radius > 0):
             raise InvalidInputError(f"GraphConfig.collision_radius must be > 0 [m], got {self.collision_radius}")
 
 
 def node_layout(config: GraphConfig) -> Layout:
-    """Mesh and object node feature blocks (eq. 10; FIGNet+ appends the action wrench)."""
+    """Mesh and object node feature blocks (eq. 10; FIGNet+ appends the action wrench, and the previous one's)."""
     blocks = [(f"disp_{i}", 3, True) for i in range(config.history - 1)]
     blocks += [("mass", 1, False), ("friction", 1, False), ("dynamic", 1, False)]
     if config.variant is ModelVariant.FIGNET_PLUS:
         blocks += [("force", 3, True), ("torque", 3, True)]
+        if config.previous_command:
+            blocks += [("prev_force", 3, True), ("prev_torque", 3, True)]
     return tuple(blocks)
 
 
@@ -145,6 +153,19 @@ WORLD_LAYOUT: Layout = (("is_force", 1, False), ("is_torque", 1, False))
 """World node blocks (eq. 11, a one-hot of the node type)."""
 WORLD_MESH_LAYOUT: Layout = (("vec", 3, True), ("norm_vec", 1, False), ("disp", 3, True), ("norm_disp", 1, False))
 """World↔mesh edge blocks: eq. 12 (force edges, displacement zero) and eq. 13 (torque edges)."""
+PREVIOUS_BLOCKS: Layout = (("prev_vec", 3, True), ("norm_prev_vec", 1, False))
+"""World↔mesh blocks appended with ``GraphConfig.previous_command``: the previous action's net force (force edges)
+or torque (torque edges) and its norm, as eqs. 12–13 give the current one's."""
+
+
+def world_mesh_layout(config: GraphConfig) -> Layout:
+    """World↔mesh edge blocks under ``config`` (:data:`WORLD_MESH_LAYOUT`, then :data:`PREVIOUS_BLOCKS` if set)."""
+    return WORLD_MESH_LAYOUT + (PREVIOUS_BLOCKS if config.previous_command else ())
+
+
+def reverse_sign(layout: Layout) -> np.ndarray:
+    """Per-column factor turning sender→receiver features into the reverse edge's: vectors negated, norms kept."""
+    return np.concatenate([np.full(w, -1.0 if vector else 1.0) for _, w, vector in layout])
 
 
 def feature_layouts(config: GraphConfig) -> dict[str, Layout]:
@@ -152,7 +173,7 @@ def feature_layouts(config: GraphConfig) -> dict[str, Layout]:
     out = {"mesh_x": node_layout(config), "object_x": node_layout(config), "om_x": OBJECT_MESH_LAYOUT,
            "mo_x": OBJECT_MESH_LAYOUT, "face_x": FACE_FEATURE_LAYOUT}
     if config.variant is ModelVariant.ACT_FIGNET:
-        out.update(world_x=WORLD_LAYOUT, wm_x=WORLD_MESH_LAYOUT, mw_x=WORLD_MESH_LAYOUT)
+        out.update(world_x=WORLD_LAYOUT, wm_x=world_mesh_layout(config), mw_x=world_mesh_layout(config))
     return out
 
 
@@ -203,18 +224,23 @@ def _move(x, device):
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
-def _world_edges(inputs: GraphInputs, mesh_obj: np.ndarray, disp: np.ndarray):
-    """World↔mesh edges of eqs. 12–13; features of static bodies are zero."""
+def _vector_rows(v: np.ndarray, n: int) -> np.ndarray:
+    """``(n, 4)``: the vector ``v`` (3,) and its norm on every row."""
+    return np.concatenate([np.broadcast_to(v, (n, 3)), np.full((n, 1), np.linalg.norm(v))], 1)
+
+
+def _world_edges(inputs: GraphInputs, mesh_obj: np.ndarray, disp: np.ndarray, config: GraphConfig):
+    """World↔mesh edges of eqs. 12–13 (and :data:`PREVIOUS_BLOCKS`); features of static bodies are zero."""
     n_mesh = len(mesh_obj)
     is_tool = (mesh_obj == 0)[:, None]
-    f, tau = inputs.wrench[:3], inputs.wrench[3:]
-    nf, nt = np.linalg.norm(f), np.linalg.norm(tau)
     nd = np.linalg.norm(disp, axis=-1, keepdims=True)
-    zeros3, zeros1 = np.zeros((n_mesh, 3)), np.zeros((n_mesh, 1))
-    force = np.concatenate([np.broadcast_to(f, (n_mesh, 3)), np.full((n_mesh, 1), nf), zeros3, zeros1], 1)
-    torque = np.concatenate([np.broadcast_to(tau, (n_mesh, 3)), np.full((n_mesh, 1), nt), disp, nd], 1)
-    wm_x = np.concatenate([force * is_tool, torque * is_tool])
-    mw_x = wm_x * np.array([-1, -1, -1, 1, -1, -1, -1, 1.0])
+    force = [_vector_rows(inputs.wrench[:3], n_mesh), np.zeros((n_mesh, 4))]
+    torque = [_vector_rows(inputs.wrench[3:], n_mesh), disp, nd]
+    if config.previous_command:
+        force.append(_vector_rows(inputs.prev_wrench[:3], n_mesh))
+        torque.append(_vector_rows(inputs.prev_wrench[3:], n_mesh))
+    wm_x = np.concatenate([np.concatenate(force, 1) * is_tool, np.concatenate(torque, 1) * is_tool])
+    mw_x = wm_x * reverse_sign(world_mesh_layout(config))
     world_force, world_torque = 2 * mesh_obj, 2 * mesh_obj + 1
     mesh = np.arange(n_mesh)
     wm_index = np.stack([np.concatenate([world_force, world_torque]), np.concatenate([mesh, mesh])])
@@ -236,6 +262,9 @@ def _check_inputs(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig)
         raise InvalidInputError(
             f"graph inputs hold tool positions {inputs.tool_positions.shape}, expected ({h}, {n_tool}, 3)"
         )
+    if config.previous_command and inputs.prev_wrench is None:
+        raise InvalidInputError("a model with GraphConfig.previous_command needs the previous action's wrench "
+                                "(graph inputs without prev_wrench)")
 
 
 def build_graphs(arrays: SceneArrays | Sequence[SceneArrays], inputs: Sequence[GraphInputs],
@@ -286,9 +315,10 @@ def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig,
     )
     attrs = np.concatenate([arrays.tool_attrs[None], arrays.static_attrs])
     plus = config.variant is ModelVariant.FIGNET_PLUS
-    obj_extra = np.zeros((n_obj, 6)) if plus else None
+    obj_extra = np.zeros((n_obj, 12 if config.previous_command else 6)) if plus else None
     if plus:
-        obj_extra[0] = inputs.wrench
+        obj_extra[0] = np.concatenate([inputs.wrench, inputs.prev_wrench]) if config.previous_command \
+            else inputs.wrench
     mesh_x = _node_features(mesh_hist, attrs[mesh_obj], obj_extra[mesh_obj] if plus else None)
     object_x = _node_features(centre_hist, attrs, obj_extra)
     pos_t = mesh_hist[-1]
@@ -305,7 +335,7 @@ def build_graph(arrays: SceneArrays, inputs: GraphInputs, config: GraphConfig,
         tool_force = tool_torque = np.zeros(0, dtype=np.int64)
     else:
         world_x = np.tile(np.eye(2), (n_obj, 1))
-        wm_index, wm_x, mw_index, mw_x = _world_edges(inputs, mesh_obj, disp)
+        wm_index, wm_x, mw_index, mw_x = _world_edges(inputs, mesh_obj, disp, config)
         tool_force, tool_torque = tool, len(mesh_obj) + tool
     return Graph(
         mesh_x=_f32(mesh_x), object_x=_f32(object_x), world_x=_f32(world_x),

@@ -111,6 +111,8 @@ class GraphInputs:
         static_centers: ``(S, 3)`` static body centroids [m].
         wrench: ``(6,)`` net non-contact wrench on the tool at ``t`` (action plus weight), torque about
             the tool centre of mass [N, N·m].
+        prev_wrench: ``(6,)`` the same for the previous step's action (at the pose of ``t``), or None for a
+            model without ``GraphConfig.previous_command``.
     """
 
     tool_positions: np.ndarray
@@ -118,6 +120,7 @@ class GraphInputs:
     static_positions: np.ndarray
     static_centers: np.ndarray
     wrench: np.ndarray
+    prev_wrench: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -232,8 +235,10 @@ def _check_window_array(name: str, x, shape: tuple) -> np.ndarray:
     return a
 
 
-def graph_inputs(arrays: SceneArrays, history: np.ndarray, action: np.ndarray) -> GraphInputs:
-    """Graph inputs of one window: ``history`` (h, 13) flat tool states (oldest first), ``action`` (6,).
+def graph_inputs(arrays: SceneArrays, history: np.ndarray, action: np.ndarray,
+                 prev_action: np.ndarray | None = None) -> GraphInputs:
+    """Graph inputs of one window: ``history`` (h, 13) flat tool states (oldest first), ``action`` (6,) and
+    optionally the previous step's ``prev_action`` (6,) (applied wrenches, world frame, torque about the tool origin).
 
     Raises:
         InvalidInputError: wrong shapes, NaN, or non-unit quaternions.
@@ -243,6 +248,8 @@ def graph_inputs(arrays: SceneArrays, history: np.ndarray, action: np.ndarray) -
         raise InvalidInputError(f"window 'history' must have shape (h, {STATE_DIM}), got {history.shape}")
     history = _check_window_array("history", history, history.shape)
     action = _check_window_array("action", action, (6,))
+    if prev_action is not None:
+        prev_action = _check_window_array("prev_action", prev_action, (6,))
     pos, quat = history[:, 0:3], history[:, 3:7]
     norms = np.linalg.norm(quat, axis=-1)
     if np.any(np.abs(norms - 1.0) > 1e-4):
@@ -254,6 +261,7 @@ def graph_inputs(arrays: SceneArrays, history: np.ndarray, action: np.ndarray) -
         static_positions=arrays.static_vertices,
         static_centers=arrays.static_centers,
         wrench=net_external_wrench(arrays, pos[-1], quat[-1], action),
+        prev_wrench=None if prev_action is None else net_external_wrench(arrays, pos[-1], quat[-1], prev_action),
     )
 
 

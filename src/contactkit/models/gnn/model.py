@@ -70,12 +70,13 @@ class ModelConfig:
         """Inverse of :meth:`to_dict`; unknown or missing keys raise InvalidInputError naming them.
 
         A ``graph`` without ``action_mode`` (written before the key existed, by models trained on applied
-        wrenches) reads as ``ActionMode.WRENCH``.
+        wrenches) reads as ``ActionMode.WRENCH``; one without ``previous_command`` as False.
         """
         _check_keys(d, ModelConfig, "model config")
         graph_d = dict(d["graph"]) if isinstance(d["graph"], dict) else d["graph"]
         if isinstance(graph_d, dict):
             graph_d.setdefault("action_mode", LEGACY_ACTION_MODE.value)
+            graph_d.setdefault("previous_command", False)
         _check_keys(graph_d, GraphConfig, "model config 'graph'")
         graph = GraphConfig(**{**graph_d, "variant": ModelVariant(graph_d["variant"]),
                                "action_mode": ActionMode(graph_d["action_mode"])})

@@ -35,7 +35,7 @@ from contactkit.models.gnn.face_edges import (
     straddles,
     triangle_normals,
 )
-from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant
+from contactkit.models.gnn.graph import Graph, GraphConfig, ModelVariant, reverse_sign, world_mesh_layout
 from contactkit.models.gnn.kinematics import SceneArrays
 from contactkit.models.gnn.triangles import triangle_pair_closest_points
 from contactkit.rotations import quat_rotate, quat_to_mat
@@ -47,7 +47,8 @@ UNIT_QUAT_TOL = 1e-4
 MO_SIGN = np.array([-1, -1, -1, 1.0])
 """Mesh→object features are the object→mesh ones with the displacement negated."""
 MW_SIGN = np.array([-1, -1, -1, 1, -1, -1, -1, 1.0])
-"""Mesh→world features are the world→mesh ones with both vectors negated."""
+"""Mesh→world features are the world→mesh ones with both vectors negated (without the previous action's blocks:
+:func:`.graph.reverse_sign` of the config's layout in general)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +104,7 @@ def population_cache(arrays: SceneArrays, config: GraphConfig) -> PopulationCach
     tris = arrays.static_vertices[arrays.static_faces]
     centre, radius = bounding_spheres(tris)
     plus = config.variant is ModelVariant.FIGNET_PLUS
-    extra = 6 if plus else 0
+    extra = (12 if config.previous_command else 6) if plus else 0
     attrs = arrays.static_attrs
     zeros_disp = np.zeros((len(arrays.static_vertices), 3 * (h - 1)))
     static_mesh_x = np.concatenate([zeros_disp, attrs[arrays.static_body], np.zeros((len(zeros_disp), extra))], 1)
@@ -247,21 +248,24 @@ def _displacements(hist: np.ndarray) -> np.ndarray:
     return np.moveaxis(steps, 1, 2).reshape(hist.shape[0], hist.shape[2], -1)
 
 
-def _world_features(cache: PopulationCache, wrench: np.ndarray, disp: np.ndarray) -> np.ndarray:
-    """World→mesh features (B, 2N, 8) of eqs. 12–13: force edges then torque edges; zero on static nodes."""
+def _world_features(cache: PopulationCache, wrench: np.ndarray, disp: np.ndarray,
+                    prev: np.ndarray | None) -> np.ndarray:
+    """World→mesh features (B, 2N, 8 or 12) of eqs. 12–13 (and the previous net wrenches ``prev`` (B, 6) when
+    given, :data:`.graph.PREVIOUS_BLOCKS`): force edges then torque edges; zero on static nodes."""
     n_b, n, n_tool = len(wrench), cache.num_mesh, cache.num_tool
-    f, tau = wrench[:, None, :3], wrench[:, None, 3:]
-    out = np.zeros((n_b, 2 * n, 8))
-    out[:, :n_tool, 0:3] = f
-    out[:, :n_tool, 3:4] = np.linalg.norm(f, axis=-1, keepdims=True)
-    out[:, n:n + n_tool, 0:3] = tau
-    out[:, n:n + n_tool, 3:4] = np.linalg.norm(tau, axis=-1, keepdims=True)
-    out[:, n:n + n_tool, 4:7] = disp
-    out[:, n:n + n_tool, 7:8] = np.linalg.norm(disp, axis=-1, keepdims=True)
+    out = np.zeros((n_b, 2 * n, 8 if prev is None else 12))
+    rows = [(slice(0, n_tool), 0, wrench[:, None, :3]), (slice(n, n + n_tool), 0, wrench[:, None, 3:]),
+            (slice(n, n + n_tool), 4, disp)]
+    if prev is not None:
+        rows += [(slice(0, n_tool), 8, prev[:, None, :3]), (slice(n, n + n_tool), 8, prev[:, None, 3:])]
+    for nodes, col, vec in rows:
+        out[:, nodes, col:col + 3] = vec
+        out[:, nodes, col + 3:col + 4] = np.linalg.norm(vec, axis=-1, keepdims=True)
     return out
 
 
-def population_graph(cache: PopulationCache, history: np.ndarray, action: np.ndarray) -> Graph:
+def population_graph(cache: PopulationCache, history: np.ndarray, action: np.ndarray,
+                     prev_action: np.ndarray | None = None) -> Graph:
     """The batched input graph of ``B`` windows of the cached scene (paper §III-C.1, eqs. 10–14).
 
     Args:
@@ -269,6 +273,8 @@ def population_graph(cache: PopulationCache, history: np.ndarray, action: np.nda
         history: ``(B, h, 13)`` tool states, oldest first, world frame.
         action: ``(B, 6)`` wrenches applied to the tool, world frame, torque about the tool origin [N, N·m]
             (for pose-delta models the impedance controller's, :func:`.actions.action_wrench`).
+        prev_action: ``(B, 6)`` the same for the previous step's action (needed with
+            ``GraphConfig.previous_command``, ignored without).
 
     Returns:
         the graph :func:`.graph.build_graphs` builds from the same windows (same edges, same order).
@@ -281,12 +287,16 @@ def population_graph(cache: PopulationCache, history: np.ndarray, action: np.nda
     action = np.asarray(action, dtype=np.float64)
     if action.shape != (n_b, 6) or not np.all(np.isfinite(action)):
         raise InvalidInputError(f"population actions must be finite with shape ({n_b}, 6), got {action.shape}")
-    wrench = net_wrenches(cache, np.asarray(history, dtype=np.float64)[:, -1, 0:3], centres[:, -1], action)
+    origin = np.asarray(history, dtype=np.float64)[:, -1, 0:3]
+    wrench = net_wrenches(cache, origin, centres[:, -1], action)
+    prev = _previous_wrenches(cache, origin, centres[:, -1], prev_action)
     plus = cache.config.variant is ModelVariant.FIGNET_PLUS
     tool_attrs = np.broadcast_to(cache.arrays.tool_attrs, (n_b, cache.num_tool, 3))
-    tool_x = [_displacements(verts), tool_attrs] + ([np.broadcast_to(wrench[:, None], (n_b, cache.num_tool, 6))]
-                                                     if plus else [])
-    obj_x = [_displacements(centres[:, :, None]), tool_attrs[:, :1]] + ([wrench[:, None]] if plus else [])
+    node_action = wrench if prev is None else np.concatenate([wrench, prev], axis=-1)
+    width = node_action.shape[-1]
+    tool_x = [_displacements(verts), tool_attrs] + ([np.broadcast_to(node_action[:, None],
+                                                                     (n_b, cache.num_tool, width))] if plus else [])
+    obj_x = [_displacements(centres[:, :, None]), tool_attrs[:, :1]] + ([node_action[:, None]] if plus else [])
     mesh_x = np.concatenate([np.concatenate(tool_x, axis=-1),
                              np.broadcast_to(cache.static_mesh_x, (n_b, *cache.static_mesh_x.shape))], axis=1)
     object_x = np.concatenate([np.concatenate(obj_x, axis=-1),
@@ -301,16 +311,30 @@ def population_graph(cache: PopulationCache, history: np.ndarray, action: np.nda
         world_x, wm_x = np.zeros((0, 2)), np.zeros((0, 8))
     else:
         world_x = np.tile(np.eye(2), (n_b * cache.num_objects, 1))
-        wm_x = _world_features(cache, wrench, disp).reshape(-1, 8)
+        wm_x = _world_features(cache, wrench, disp, prev)
+        wm_x = wm_x.reshape(-1, wm_x.shape[-1])
     om_x = om_x.reshape(-1, 4)
+    mw_x = wm_x * (MW_SIGN if wm_x.shape[-1] == len(MW_SIGN) else reverse_sign(world_mesh_layout(cache.config)))
     return Graph(
         mesh_x=_f32(mesh_x.reshape(-1, mesh_x.shape[-1])), object_x=_f32(object_x.reshape(-1, object_x.shape[-1])),
         world_x=_f32(world_x), om_index=idx["om_index"], om_x=_f32(om_x), mo_index=idx["mo_index"],
         mo_x=_f32(om_x * MO_SIGN), wm_index=idx["wm_index"], wm_x=_f32(wm_x), mw_index=idx["mw_index"],
-        mw_x=_f32(wm_x * MW_SIGN), face_senders=_i64(senders + shift), face_receivers=_i64(receivers + shift),
+        mw_x=_f32(mw_x), face_senders=_i64(senders + shift), face_receivers=_i64(receivers + shift),
         face_x=_f32(face_x), tool_nodes=idx["tool_nodes"], tool_graph=idx["tool_graph"], tool_om=idx["tool_om"],
         tool_mw_force=idx["tool_mw_force"], tool_mw_torque=idx["tool_mw_torque"], num_graphs=n_b,
     )
+
+
+def _previous_wrenches(cache: PopulationCache, origin: np.ndarray, centre: np.ndarray,
+                       prev_action: np.ndarray | None) -> np.ndarray | None:
+    """Net wrenches ``(B, 6)`` of the previous actions (:func:`net_wrenches`) when the config reads them, else None."""
+    if not cache.config.previous_command:
+        return None
+    prev_action = None if prev_action is None else np.asarray(prev_action, dtype=np.float64)
+    if prev_action is None or prev_action.shape != origin.shape[:1] + (6,) or not np.all(np.isfinite(prev_action)):
+        raise InvalidInputError(f"a model with GraphConfig.previous_command needs finite previous actions of shape "
+                                f"({len(origin)}, 6), got {None if prev_action is None else prev_action.shape}")
+    return net_wrenches(cache, origin, centre, prev_action)
 
 
 def prune_untouched(cache: PopulationCache, graph: Graph) -> Graph:

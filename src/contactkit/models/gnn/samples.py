@@ -2,7 +2,8 @@
 
 A window is a mapping with ``history`` (h, 13), ``action`` (6,) (the applied wrench), ``command`` (6,) (the
 policy's pose-delta command; needed by ``ActionMode.POSE_DELTA`` models, which turn it into the controller's
-wrench, :mod:`.actions`), and for training ``wrench`` (6,) and ``next_state`` (13,) (float tensors or arrays;
+wrench, :mod:`.actions`), for models with ``GraphConfig.previous_command`` ``prev_command`` / ``prev_action`` (6,)
+(step t-1's), and for training ``wrench`` (6,) and ``next_state`` (13,) (float tensors or arrays;
 see :mod:`.kinematics` for frames). Augmentation rotates
 the whole world about its origin (vertex positions, centres, wrenches; gravity is inside the net external
 wrench, so it rotates with them) and adds Gaussian noise to the input positions of the tool.
@@ -63,14 +64,17 @@ def _array(window: Mapping, key: str) -> np.ndarray:
 
 WINDOW_ACTION_KEY = {ActionMode.WRENCH: "action", ActionMode.POSE_DELTA: "command"}
 """Which window entry a model of each action mode reads."""
+WINDOW_PREVIOUS_KEY = {ActionMode.WRENCH: "prev_action", ActionMode.POSE_DELTA: "prev_command"}
+"""Which window entry holds the previous step's action of a model of each action mode."""
 
 
-def window_wrench(arrays: SceneArrays, window: Mapping, mode: ActionMode) -> np.ndarray:
+def window_wrench(arrays: SceneArrays, window: Mapping, mode: ActionMode, previous: bool = False) -> np.ndarray:
     """The action wrench (6,) of a window, world frame about the tool origin [N, N·m]: the recorded applied
     wrench (``WRENCH``) or the controller's wrench for the recorded command at the recorded history
-    (``POSE_DELTA``, :func:`.actions.command_wrench`)."""
+    (``POSE_DELTA``, :func:`.actions.command_wrench`). ``previous``: the same for step t-1's action (its
+    controller wrench at the same recorded history, as the model computes it in a rollout)."""
     mode = ActionMode(mode)
-    action = _array(window, WINDOW_ACTION_KEY[mode])
+    action = _array(window, (WINDOW_PREVIOUS_KEY if previous else WINDOW_ACTION_KEY)[mode])
     if mode is ActionMode.WRENCH:
         return action
     history = _array(window, "history")
@@ -82,14 +86,16 @@ def window_wrench(arrays: SceneArrays, window: Mapping, mode: ActionMode) -> np.
     return action_wrench(mode, arrays.law, history, action, arrays.step.dt)
 
 
-def prepare_window(arrays: SceneArrays, window: Mapping,
-                   mode: ActionMode = ActionMode.POSE_DELTA) -> tuple[GraphInputs, GraphTargets]:
+def prepare_window(arrays: SceneArrays, window: Mapping, mode: ActionMode = ActionMode.POSE_DELTA,
+                   previous: bool = False) -> tuple[GraphInputs, GraphTargets]:
     """World-frame inputs and labels of a training window (raises InvalidInputError on bad shapes/NaN).
 
-    ``mode``: the model's action mode, which says whether the window's ``command`` or ``action`` drives it.
+    ``mode``: the model's action mode, which says whether the window's ``command`` or ``action`` drives it;
+    ``previous``: also the previous step's (``GraphConfig.previous_command``).
     """
     history = _array(window, "history")
-    inputs = graph_inputs(arrays, history, window_wrench(arrays, window, mode))
+    prev = window_wrench(arrays, window, mode, previous=True) if previous else None
+    inputs = graph_inputs(arrays, history, window_wrench(arrays, window, mode), prev)
     return inputs, graph_targets(arrays, history, _array(window, "wrench"), _array(window, "next_state"))
 
 
@@ -120,6 +126,7 @@ def rotate_sample(inputs: GraphInputs, targets: GraphTargets, rot: np.ndarray) -
         static_positions=r(inputs.static_positions),
         static_centers=r(inputs.static_centers),
         wrench=rw(inputs.wrench),
+        prev_wrench=None if inputs.prev_wrench is None else rw(inputs.prev_wrench),
     )
     return inputs, GraphTargets(next_positions=r(targets.next_positions), wrench=rw(targets.wrench))
 
