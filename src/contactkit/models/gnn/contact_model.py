@@ -6,6 +6,14 @@ given wrench), graph construction from the last ``h`` tool states and that wrenc
 post-processing (Euler integration of vertex accelerations, rigid alignment, finite-difference
 velocities) and the conversion of the predicted wrench to the sensor frame. Inputs and outputs are numpy
 float64; batch dimensions lead.
+
+A model trained on tared labels (``contactkit train`` and the prediction experiment tare them by default,
+:mod:`contactkit.data.label_tare`; the checkpoint's ``train_state["labels"]`` says so) predicts the *tared* F/T
+reading: no sensor bias, zero in free space, as the residual model's. A model with
+``GraphConfig.previous_command`` also reads the previous step's action; ``step`` takes it, per batch position,
+from :class:`~contactkit.models.command_memory.CommandMemory` (the command of its own last call where the
+history continues that call's returned state, :meth:`GnnContactModel.prime`'s for a fresh history, else the
+current command), as the residual model does.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import torch
 
 from contactkit.errors import InvalidInputError
 from contactkit.model import ActionMode
+from contactkit.models.command_memory import CommandMemory
 from contactkit.models.gnn.actions import action_wrench
 from contactkit.models.gnn.checkpoint import load_checkpoint, restore_model
 from contactkit.models.gnn.graph import build_graphs
@@ -57,11 +66,18 @@ class GnnContactModel:
     device: str = "cpu"
     arrays: SceneArrays = field(init=False, repr=False)
     population: PopulationCache = field(init=False, repr=False)
+    memory: CommandMemory = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "arrays", prepare_scene(self.scene, self.step_spec))
         object.__setattr__(self, "population", population_cache(self.arrays, self.model.config.graph))
+        object.__setattr__(self, "memory", CommandMemory())
         self.model.to(self.device).eval()
+
+    def prime(self, previous_command: np.ndarray) -> None:
+        """The action ``(*B, 6)`` of the step that ended at the next call's history (used once; ignored by a
+        model without ``GraphConfig.previous_command``)."""
+        self.memory.prime(previous_command)
 
     @staticmethod
     def from_checkpoint(path: str | Path, scene: Scene, device: str = "cpu",
@@ -122,14 +138,18 @@ class GnnContactModel:
 
         Returns:
             ``(state, wrench)``: next tool state ``(*B,)`` (velocities by finite difference over ``dt``) and
-            the F/T reading at ``t`` ``(*B, 6)``, sensor frame, torque about the sensor origin [N, N·m].
+            the F/T reading at ``t`` ``(*B, 6)``, sensor frame, torque about the sensor origin [N, N·m]
+            (tared, without sensor bias, for a model trained on tared labels: module docstring).
 
         Raises:
             InvalidInputError: wrong shapes, NaN, non-unit quaternions, too short a history.
         """
         flat, act, batch = self._check(history, action)
+        prev, _, _ = self.memory.recall(flat[:, -1], act)
         wrench_in = action_wrench(self.action_mode, self.arrays.law, flat, act, self.control_dt)
-        graph = self.input_graph(flat, wrench_in, prune=True).to(self.device)
+        prev_in = action_wrench(self.action_mode, self.arrays.law, flat, prev, self.control_dt) \
+            if self.model.config.graph.previous_command else None
+        graph = self.input_graph(flat, wrench_in, prune=True, prev_wrench=prev_in).to(self.device)
         accel, wrench = self.model.predict(graph)
         n, n_vert = len(flat), len(self.arrays.tool_vertices)
         accel = accel.detach().cpu().to(torch.float64).reshape(n, n_vert, 3)
@@ -144,11 +164,14 @@ class GnnContactModel:
         state = np.concatenate([pos1.numpy(), quat1.numpy(), lin.numpy(), ang.numpy()], axis=-1)
         reading = center_to_sensor(self.arrays, pos0.numpy(), quat0.numpy(),
                                    wrench.detach().cpu().to(torch.float64).numpy())
+        self.memory.remember(state, act)
         return BodyState.from_array(state.reshape(*batch, 13)), reading.reshape(*batch, 6)
 
-    def input_graph(self, windows: np.ndarray, wrench: np.ndarray, fast: bool = True, prune: bool = False):
+    def input_graph(self, windows: np.ndarray, wrench: np.ndarray, fast: bool = True, prune: bool = False,
+                    prev_wrench: np.ndarray | None = None):
         """The batched input graph of ``windows`` (B, h, 13) (oldest first) and applied wrenches ``wrench`` (B, 6)
-        (world frame, torque about the tool origin [N, N·m]), on the CPU.
+        (world frame, torque about the tool origin [N, N·m]; ``prev_wrench`` (B, 6) the previous step's, for a
+        model with ``GraphConfig.previous_command``), on the CPU.
 
         ``fast``: built in one pass from the scene's cached static structures (:mod:`.population`); else one graph
         per window, collated (:func:`.graph.build_graphs`, the reference the fast path is tested against).
@@ -156,9 +179,10 @@ class GnnContactModel:
         the same predictions from fewer rows; :meth:`step` prunes).
         """
         if fast:
-            graph = population_graph(self.population, windows, wrench)
+            graph = population_graph(self.population, windows, wrench, prev_wrench)
         else:
-            inputs = [graph_inputs(self.arrays, windows[i], wrench[i]) for i in range(len(windows))]
+            inputs = [graph_inputs(self.arrays, windows[i], wrench[i], None if prev_wrench is None else prev_wrench[i])
+                      for i in range(len(windows))]
             graph = build_graphs([self.arrays] * len(inputs), inputs, self.model.config.graph)
         return prune_untouched(self.population, graph) if prune else graph
 

@@ -42,6 +42,7 @@ from contactkit.models.gnn.train import (
     TrainResult,
     _start,
     check_out_dir,
+    label_record,
     learning_rate,
     validate,
 )
@@ -145,8 +146,8 @@ def train_distributed(
     rank, world = dist.get_rank(), dist.get_world_size()
     out_dir, lead = check_out_dir(out_dir), dist.get_rank() == 0
     check_device(device)
-    mode = config.model.graph.action_mode
-    data, val = Windows(train_windows, scene, step, mode), Windows(val_windows, scene, step, mode)
+    mode, previous = config.model.graph.action_mode, config.model.graph.previous_command
+    data, val = (Windows(w, scene, step, mode, previous) for w in (train_windows, val_windows))
     if len(data) == 0:
         raise InvalidInputError("train: the training set is empty")
     last_path, best_path = out_dir / LAST_CHECKPOINT, out_dir / BEST_CHECKPOINT
@@ -157,7 +158,7 @@ def train_distributed(
     def save(path: Path) -> None:
         state = {"step": done, "best_val": best, "config": config.to_dict(),
                  "rng": rng_state_to_json(step_generator(config.seed, done)),
-                 "val_history": [[s, v] for s, v in val_history]}
+                 "val_history": [[s, v] for s, v in val_history], "labels": label_record(train_windows)}
         save_checkpoint(path, model, step, optimizer, state)
 
     while done < config.num_steps and not out_of_time:

@@ -155,6 +155,14 @@ class TrainResult:
     out_of_time: bool = False
 
 
+def label_record(windows) -> dict:
+    """What a checkpoint's ``train_state["labels"]`` says of the training labels: the windows' ``labels`` record
+    (:func:`contactkit.data.training.training_data`: whether the F/T labels were tared, the offsets' summary), or
+    ``{"tared": "unknown"}`` for windows that carry none."""
+    labels = getattr(windows, "labels", None)
+    return dict(labels) if isinstance(labels, dict) else {"tared": "unknown"}
+
+
 def learning_rate(config: TrainConfig, step: int) -> float:
     """Exponentially decaying learning rate at ``step``."""
     return config.lr_final + (config.lr_init - config.lr_final) * 0.1 ** (step / config.lr_decay_steps)
@@ -210,6 +218,10 @@ def _resume(path: Path, config: TrainConfig, device):
     saved = ckpt.train_state.get("config")
     if saved is None:
         raise CheckpointError(f"checkpoint {str(path)!r} holds no training state to resume from")
+    try:  # a run saved before a setting existed reads it at its default (ModelConfig.from_dict)
+        saved = TrainConfig.from_dict(saved).to_dict()
+    except (InvalidInputError, KeyError, TypeError, ValueError):
+        pass
     mine = {k: v for k, v in config.to_dict().items() if k != "num_steps"}
     theirs = {k: v for k, v in saved.items() if k != "num_steps"}
     if mine != theirs:
@@ -289,8 +301,8 @@ def train(
     check_device(device)
     if time_budget_s is not None and not (np.isfinite(time_budget_s) and time_budget_s > 0):
         raise InvalidInputError(f"train: the time budget must be a positive number of seconds, got {time_budget_s}")
-    mode = config.model.graph.action_mode
-    data, val = Windows(train_windows, scene, step, mode), Windows(val_windows, scene, step, mode)
+    mode, previous = config.model.graph.action_mode, config.model.graph.previous_command
+    data, val = (Windows(w, scene, step, mode, previous) for w in (train_windows, val_windows))
     if len(data) == 0:
         raise InvalidInputError("train: the training set is empty")
     last_path, best_path = out_dir / LAST_CHECKPOINT, out_dir / BEST_CHECKPOINT
@@ -301,7 +313,7 @@ def train(
     def save(path: Path) -> None:
         state = {"step": done, "best_val": best, "config": config.to_dict(),
                  "rng": rng_state_to_json(step_generator(config.seed, done)),
-                 "val_history": [[s, v] for s, v in val_history]}
+                 "val_history": [[s, v] for s, v in val_history], "labels": label_record(train_windows)}
         save_checkpoint(path, model, step, optimizer, state)
 
     with BatchSource(data, config, workers) as batches:
