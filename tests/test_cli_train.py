@@ -32,6 +32,7 @@ def test_train_then_evaluate(data, tmp_path):
     ckpt = load_checkpoint(out / "best.safetensors")
     assert ckpt.model_config.graph.variant is ModelVariant.FIGNET_PLUS and ckpt.train_state["step"] == 3
     assert ckpt.model_config.latent_dim == 64  # the small preset
+    assert ckpt.model_config.graph.previous_command is True and ckpt.train_state["labels"]["tared"] is True
     assert [h["step"] for h in json.loads((out / "val_history.json").read_text())] == [3]
 
     report = tmp_path / "eval.json"
@@ -99,3 +100,12 @@ def test_augment_is_recorded_and_checked(data, tmp_path):
     r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--out", str(tmp_path / "x"), "--augment",
                             "spin"])
     assert r.exit_code == 2 and "--augment 'spin'" in r.output
+
+
+def test_no_tare_and_no_previous_command(data, tmp_path):
+    out = tmp_path / "run"
+    r = runner.invoke(app, ["train", "--data", str(data / "train.h5"), "--val", str(data / "val.h5"), "--steps", "1",
+                            "--no-tare", "--no-previous-command", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    ckpt = load_checkpoint(out / "last.safetensors")
+    assert ckpt.model_config.graph.previous_command is False and ckpt.train_state["labels"] == {"tared": False}

@@ -202,3 +202,38 @@ def test_pose_delta_checkpoint_replays_commands(tmp_path, pose_data, target_quie
     assert r.rollout.n_rollouts == 2 and np.isfinite(r.rollout.rmse_pos_m) and np.isfinite(r.one_step.force_err_N)
     with pytest.raises(CheckpointError, match="takes 'pose-delta' commands"):
         evaluate_predictors([predictor], wrench_data(target_quiet), small, np.random.default_rng(0))
+
+
+def test_a_checkpoint_with_the_previous_command_is_primed_with_the_recorded_one(tmp_path, pose_data, target_quiet,
+                                                                                 monkeypatch):
+    """As the residual: each replayed segment and transition starts with the recorded command of the step before it
+    (a graph network with ``GraphConfig.previous_command`` reads it)."""
+    import torch
+
+    from contactkit.eval import predict_eval
+    from contactkit.models.gnn import (
+        EncodeProcessDecode,
+        GnnContactModel,
+        GraphConfig,
+        ModelConfig,
+        StepSpec,
+        save_checkpoint,
+    )
+
+    config = ModelConfig(GraphConfig(previous_command=True), latent_dim=8, hidden_dim=8, mlp_layers=1,
+                         message_passing_steps=1)
+    save_checkpoint(tmp_path / "best.safetensors", EncodeProcessDecode(config, torch.Generator().manual_seed(0)),
+                    StepSpec.from_world(target_quiet))
+    primed = []
+    prime = GnnContactModel.prime
+    monkeypatch.setattr(GnnContactModel, "prime", lambda self, prev: (primed.append(np.array(prev)), prime(self, prev)))
+    small = EvalConfig(horizon=3, history=3, max_segments=2, max_transitions=4)
+    evaluate_predictors([checkpoint_predictor(tmp_path, "act-fignet")], pose_data, small, np.random.default_rng(0))
+    rng, lengths = np.random.default_rng(0), predict_eval._lengths(pose_data)
+    segments = predict_eval.sample_segments(lengths, 3, 3, 2, rng)
+    transitions = predict_eval.sample_transitions(lengths, 3, 4, rng)
+    previous = [np.stack([pose_data.episodes[int(e)].command[int(t) - 1] for e, t in rows])
+                for rows in (segments, transitions)]
+    assert len(primed) == 2  # one scene: one rollout batch, one one-step batch
+    for got, expected in zip(primed, previous, strict=True):
+        np.testing.assert_array_equal(got, expected)

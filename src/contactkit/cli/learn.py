@@ -22,21 +22,22 @@ VAL_FRACTION = 0.1
 """Episodes held out for validation when ``contactkit train`` is given no ``--val`` file."""
 
 
-def _train_sets(data: list[Path], val: list[Path] | None, seed: int, scene=None):
+def _train_sets(data: list[Path], val: list[Path] | None, seed: int, scene=None, tare: bool = True):
     """Training and validation :class:`~contactkit.data.training.TrainingData` (a split when no ``--val``);
-    ``scene`` for episodes stored without one."""
+    ``scene`` for episodes stored without one; ``tare``: F/T labels less each episode's free-space offset."""
     from contactkit.data.reader import open_dataset
     from contactkit.data.training import training_data
     from contactkit.data.windows import split_by_episode
 
     if val:
-        return training_data(data, scene=scene), training_data(val, scene=scene)
+        return training_data(data, scene=scene, tare=tare), training_data(val, scene=scene, tare=tare)
     n = 0
     for path in data:
         with open_dataset(path) as ds:
             n += len(ds)
     train_idx, val_idx = split_by_episode(n, VAL_FRACTION, np.random.default_rng(seed))
-    return training_data(data, episodes=train_idx, scene=scene), training_data(data, episodes=val_idx, scene=scene)
+    return (training_data(data, episodes=train_idx, scene=scene, tare=tare),
+            training_data(data, episodes=val_idx, scene=scene, tare=tare))
 
 
 def _action_mode(option: str | None, data: list[Path]):
@@ -102,6 +103,12 @@ def train(
     from_checkpoint: Annotated[Path | None, typer.Option(
         help="continue the training state of this checkpoint (e.g. a committed models/*/best.safetensors) in an "
         "OUT without a run of its own; same settings required but for --steps")] = None,
+    tare: Annotated[bool, typer.Option(
+        help="graph networks: subtract each episode's F/T sensor offset (the median reading where the tool is "
+        "clear of all static geometry) from its labels, so that the model predicts tared readings")] = True,
+    previous_command: Annotated[bool, typer.Option(
+        help="graph networks: also feed the previous step's command (a command latency makes it matter); "
+        "--no-previous-command to continue a run made before the option existed")] = True,
     ddp: Annotated[int, typer.Option(
         help="train data-parallel (PyTorch DDP, gloo) in this many local processes, each on its share of every "
         "batch (the serial run's steps within float tolerance); under torchrun (torchrun --nproc-per-node N -m "
@@ -142,6 +149,7 @@ def train(
         cfg = TrainConfig.preset(config, seed=seed, rotation=RotationAugmentation(augment),
                                  **({"num_steps": steps} if steps is not None else {}))
         graph = dataclasses.replace(cfg.model.graph, variant=ModelVariant(MODEL_VARIANTS[model]),
+                                    previous_command=previous_command,
                                     **({"collision_radius": collision_radius} if collision_radius is not None else {}))
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, graph=graph))
         last = check_out_dir(out) / LAST_CHECKPOINT
@@ -152,7 +160,8 @@ def train(
         mode = _action_mode(action_mode, list(data) + list(val or []))  # the first read of the data
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(
             cfg.model, graph=dataclasses.replace(cfg.model.graph, action_mode=mode)))
-        train_set, val_set = _train_sets(data, val, seed, None if geometry is None else Scene.from_json(geometry))
+        train_set, val_set = _train_sets(data, val, seed, None if geometry is None else Scene.from_json(geometry),
+                                         tare)
         console.print(f"{model} ({config}): {len(train_set.windows)} training and {len(val_set.windows)} "
                       f"validation windows, {len(train_set.scenes)} scene(s), {cfg.num_steps} steps on {device}")
         with progress() as bar:

@@ -214,8 +214,8 @@ def _inputs(ep: Episode, source: ActionSource) -> np.ndarray:
 
 
 def _prime(model: ContactModel, data: RecordedData, rows: np.ndarray, source: ActionSource) -> None:
-    """Give a model that reads the previous command (it has ``prime``, e.g. the residual model) the recorded input of
-    the step before each row's ``t`` (the step's own input at ``t = 0``)."""
+    """Give a model that reads the previous command (it has ``prime``: the residual model, a graph network) the
+    recorded input of the step before each row's ``t`` (the step's own input at ``t = 0``)."""
     if hasattr(model, "prime"):
         model.prime(np.stack([_inputs(data.episodes[int(e)], source)[max(int(t) - 1, 0)] for e, t in rows]))
 

@@ -1,6 +1,7 @@
 """The training and evaluation jobs of ``prediction-accuracy``, ``workers`` at a time (:mod:`contactkit.eval.workers`).
 
-Training jobs: Act-FIGNet and FIGNet+ (``small`` preset, yaw augmentation), a residual over each backbone
+Training jobs: Act-FIGNet and FIGNet+ (``small`` preset, yaw augmentation, tared F/T labels, the previous command
+among the action features), a residual over each backbone
 (:mod:`contactkit.eval.prediction_models`), and the MuJoCo world calibrated to the training logs. Each model is
 evaluated on every test set as soon as it is trained, while the others still train; the MuJoCo and engine rows that
 need no training are evaluated meanwhile. Every row carries its test set's name (``set``).
@@ -87,10 +88,10 @@ def _train_gnn(job: _TrainJob) -> dict:
     started = time.perf_counter()
     last = Path(job.out) / "last.safetensors"
     resumed_from = int(load_checkpoint(last).train_state.get("step", 0)) if last.exists() else 0
-    data, val = training_data(job.train), training_data(job.val)
+    data, val = training_data(job.train, tare=True), training_data(job.val, tare=True)
     config = TrainConfig.preset("small", seed=job.seed, rotation=RotationAugmentation.YAW)
-    model = dataclasses.replace(config.model, message_passing_steps=job.message_passing_steps,
-                                graph=dataclasses.replace(config.model.graph, variant=ModelVariant(job.variant)))
+    graph = dataclasses.replace(config.model.graph, variant=ModelVariant(job.variant), previous_command=True)
+    model = dataclasses.replace(config.model, message_passing_steps=job.message_passing_steps, graph=graph)
     config = dataclasses.replace(config, model=model, num_steps=job.steps)
     result = train(config, data.windows, val.windows, job.out, job.device, scene=data.scenes, step=data.step)
     best = result.val_history[-1][1] if result.val_history else {}
