@@ -98,3 +98,29 @@ def test_training_smoke_with_tared_labels_and_the_previous_command(tmp_path):
     hist = BodyState.from_array(data.windows[0]["history"].double().numpy()[None])
     state, reading = gnn.step(hist, data.windows[0]["command"].double().numpy()[None])
     assert np.all(np.isfinite(state.as_array())) and reading.shape == (1, 6)
+
+
+def test_a_run_saved_before_the_flag_existed_resumes(tmp_path):
+    """A checkpoint whose stored configs lack ``previous_command`` reads it as False, and its run continues."""
+    import json
+
+    from safetensors import safe_open
+
+    from ._gnn_synthetic import make_windows
+
+    cfg = ModelConfig(GraphConfig(ModelVariant.ACT_FIGNET, 3, 0.01, ActionMode.WRENCH), latent_dim=8, hidden_dim=8,
+                      mlp_layers=1, message_passing_steps=1)
+    config = TrainConfig(cfg, batch_size=2, num_steps=2, norm_accumulation_steps=1, val_every=2, checkpoint_every=2,
+                         log_every=1, val_max_windows=2)
+    windows = make_windows(np.random.default_rng(0), 2, 2)
+    last = train(config, windows, windows, tmp_path, scene=box_scene(), step=STEP).last_checkpoint
+    with safe_open(str(last), "pt") as f:
+        meta, tensors = dict(f.metadata()), {k: f.get_tensor(k) for k in f.keys()}
+    model_config, state = json.loads(meta["model_config"]), json.loads(meta["train_state"])
+    del model_config["graph"]["previous_command"], state["config"]["model"]["graph"]["previous_command"]
+    meta.update(model_config=json.dumps(model_config), train_state=json.dumps(state))
+    safetensors.torch.save_file(tensors, str(last), metadata=meta)
+    assert load_checkpoint(last).model_config == cfg
+    result = train(TrainConfig(**{**config.__dict__, "num_steps": 3}), windows, windows, tmp_path, scene=box_scene(),
+                   step=STEP)
+    assert result.step == 3 and len(result.losses) == 1

@@ -2,7 +2,10 @@
 
 * Samples: each data window (``history`` (h, 13), ``action`` (6), ``wrench`` (6), ``next_state`` (13)) is
   turned into world-frame vertex positions; labels are the next tool vertex positions and the F/T reading
-  (expressed in the world frame about the tool centre of mass, see :mod:`.kinematics`).
+  (expressed in the world frame about the tool centre of mass, see :mod:`.kinematics`); with
+  ``GraphConfig.previous_command`` the window's ``prev_command`` (``prev_action``) enters the graph too. Whether
+  the readings were tared (:func:`contactkit.data.training.training_data`) is the windows' ``labels`` record,
+  kept in every checkpoint's ``train_state["labels"]``.
 * Augmentation: a random rotation of the whole world (SO(3) by default, as in the paper; gravity is part
   of the net external wrench, so it rotates too) and Gaussian noise on the input vertex positions; the
   acceleration target is taken relative to the noisy positions, so the prediction still lands on the
