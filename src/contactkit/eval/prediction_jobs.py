@@ -43,6 +43,9 @@ CURVE_EVERY = 10
 MUJOCO_ROWS = (("mujoco-nominal", "model", "command"), ("mujoco-nominal-wrench", "model", "applied"),
                ("mujoco-target-oracle", "truth", "command"))
 """MuJoCo rows: name, which world of the run (``model_world`` or ``world``), which recorded input it replays."""
+LR_DECAY_FRACTION = 0.5
+"""The graph networks' learning rate falls tenfold every this fraction of their steps (the ``small`` preset's 1500 of
+3000), so a longer run does not spend its steps at the final rate."""
 BACKBONE_ROWS = ("mujoco-nominal", "engine-nominal")
 """The rows of the physics alone that the held-out sets compare the residuals with."""
 ROW_ORDER = ("residual-mujoco", "residual-engine", "mujoco-calibrated", "mujoco-calibrated-full", "act-fignet",
@@ -92,7 +95,8 @@ def _train_gnn(job: _TrainJob) -> dict:
     config = TrainConfig.preset("small", seed=job.seed, rotation=RotationAugmentation.YAW)
     graph = dataclasses.replace(config.model.graph, variant=ModelVariant(job.variant), previous_command=True)
     model = dataclasses.replace(config.model, message_passing_steps=job.message_passing_steps, graph=graph)
-    config = dataclasses.replace(config, model=model, num_steps=job.steps)
+    config = dataclasses.replace(config, model=model, num_steps=job.steps,
+                                 lr_decay_steps=max(1, round(job.steps * LR_DECAY_FRACTION)))
     result = train(config, data.windows, val.windows, job.out, job.device, scene=data.scenes, step=data.step)
     best = result.val_history[-1][1] if result.val_history else {}
     return {"name": job.name, "kind": "checkpoint", "checkpoint": str(result.best_checkpoint or result.last_checkpoint),
