@@ -292,3 +292,64 @@ def test_scene_peg_refuses_a_bad_controller_in_one_line(argv, message, tmp_path)
     r = CliRunner().invoke(app, ["scene", "peg", "--out", str(out), *argv])
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not out.exists()
+
+
+def test_scene_mesh_warns_or_with_strict_refuses_pieces_off_the_mesh(user_parts, tmp_path):
+    """CoACD at threshold 1 gives the square slot one piece, its hull, which fills the hole: the pieces stick 11.6 mm
+    out of the mesh, far beyond 0.2 x the 2 mm clearance (issue 34 part 4); the default threshold stays within it."""
+    from contactkit.tasks.mesh_checks import PIECE_DEVIATION_FRACTION
+
+    tool, slot_file, cache = user_parts
+    runner, out = CliRunner(), tmp_path / "s.json"
+    base = ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(out),
+            "--coacd-cache", str(cache)]
+    text = " ".join(_ok(runner, base).split())
+    assert "warning" not in text and "clearance: 2.000 mm" in text
+    slot_line = text[text.index("slot: "):]
+    assert slot_line.split("they stick out of the mesh by up to ")[1].startswith("0.0")  # 29 µm here
+    text = " ".join(_ok(runner, [*base, "--threshold", "1"]).split())
+    assert f"more than {PIECE_DEVIATION_FRACTION:g} x the 2.000 mm clearance (0.400 mm)" in text, text
+    assert "warning: slot: the convex pieces stick out of the mesh by 11." in text and out.is_file()
+    out.unlink()
+    _refused(runner, [*base, "--threshold", "1", "--strict"], "stick out of the mesh by 11.", "--strict")
+    assert not out.exists()
+    help_text = " ".join(_ok(runner, ["scene", "mesh", "--help"]).split())
+    assert f"{PIECE_DEVIATION_FRACTION:g} x the measured clearance" in help_text
+
+
+def test_scene_mesh_warns_or_with_strict_refuses_a_part_in_the_wrong_units(user_parts, tmp_path):
+    tool, slot_file, cache = user_parts
+    mm = tmp_path / "tool_mm.obj"
+    part = load_mesh(tool)
+    save_obj(mm, part.vertices * 1e3, part.faces)  # millimetre CAD
+    runner, out = CliRunner(), tmp_path / "s.json"
+    base = ["scene", "mesh", "--tool", str(mm), "--slot", str(slot_file), "--out", str(out),
+            "--coacd-cache", str(cache)]
+    _refused(runner, [*base, "--strict"], f"--tool '{mm}' is 60 m across (read in m)", "--units mm (0.06 m)")
+    assert not out.exists()
+    text = " ".join(_ok(runner, base).split())  # without --strict: written, with the warning
+    assert f"warning: --tool '{mm}' is 60 m across" in text and out.is_file()
+
+
+def test_scene_mesh_attaches_a_depth_network_trained_on_the_slot_and_refuses_another(user_parts, tmp_path):
+    from contactkit.depth import TrainConfig, default_setup, make_frame, save_depth_net, train_depth_net
+    from contactkit.engine.depth_contacts import scene_depth_nets
+
+    tool, slot_file, cache = user_parts
+    config = TrainConfig(samples=500, steps=2, batch=64)
+    nets = {}
+    for what, path in (("slot", slot_file), ("tool", tool)):
+        part = load_mesh(path)
+        net = train_depth_net(part, default_setup(part, make_frame("cartesian")), config)
+        nets[what] = save_depth_net(net, tmp_path / f"{what}.safetensors")
+    runner, out = CliRunner(), tmp_path / "s.json"
+    base = ["scene", "mesh", "--tool", str(tool), "--slot", str(slot_file), "--out", str(out),
+            "--coacd-cache", str(cache)]
+    _ok(runner, [*base, "--depth", str(nets["slot"])])
+    scene = load_scene(out)
+    assert scene.statics[1].depth_model == str(nets["slot"].resolve()) and scene.statics[0].depth_model is None
+    assert list(scene_depth_nets(scene)) == [1]  # the engine loads it, checked against the slot's mesh
+    out.unlink()
+    _refused(runner, [*base, "--depth", str(nets["tool"])], "--depth", "trained on mesh", "slot")
+    _refused(runner, [*base, "--depth", str(tmp_path / "none.safetensors")], "--depth", "none.safetensors")
+    assert not out.exists()

@@ -58,6 +58,79 @@ def _floats(text: str | None, option: str, form: str) -> tuple[float, ...] | Non
     return values
 
 
+def _read_parts(files: dict[str, Path], units: str, settings, cache: Path, strict: bool) -> tuple[dict, dict]:
+    """``({"tool": part, "slot": part}, {"tool": report, ...})``: each file read, scaled from ``units`` to metres,
+    its size checked (:func:`contactkit.tasks.mesh_checks.size_finding`: a warning, or with ``strict`` a refusal
+    before the decomposition) and cut into convex pieces."""
+    from contactkit.geometry.decompose import decompose
+    from contactkit.geometry.mesh_io import load_mesh
+    from contactkit.geometry.user_parts import length_scale, scaled
+    from contactkit.tasks.mesh_checks import size_finding
+
+    scale = length_scale(units)
+    parts = {what: scaled(load_mesh(path), scale) for what, path in files.items()}
+    _findings([f for what, part in parts.items()
+               if (f := size_finding(part, f"--{what} '{files[what]}'", units)) is not None], strict)
+    reports = {}
+    with console.status("decomposing the meshes into convex pieces ..."):
+        for what in parts:
+            parts[what], reports[what] = decompose(parts[what], settings, cache_dir=cache)
+    return parts, reports
+
+
+def _findings(findings: list[str], strict: bool, lines: list[str] = ()) -> None:
+    """With ``strict``, refuse with the first finding (InvalidInputError naming --strict) before printing
+    anything; else print ``lines``, then each finding as a warning."""
+    if strict and findings:
+        raise InvalidInputError(f"{findings[0]} (refused: --strict)")
+    for line in [*lines, *(f"warning: {f}" for f in findings)]:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+def _check_fit(scene, reports: dict) -> tuple[list[str], list[str]]:
+    """``(report lines, findings)``: how far each part's convex pieces stick out of its mesh or leave it uncovered,
+    and the fit's measured clearance; a finding for each beyond
+    :data:`~contactkit.tasks.mesh_checks.PIECE_DEVIATION_FRACTION` of it
+    (:func:`contactkit.tasks.mesh_checks.deviation_findings`). The protrusion is the larger of the check's and
+    the decomposition report's (both sampled)."""
+    import dataclasses
+
+    import numpy as np
+
+    from contactkit.tasks.mesh_checks import CHECK_SEED, deviation_findings, fit_clearance, part_deviation
+
+    rng = np.random.default_rng(CHECK_SEED)
+    devs = {"tool": part_deviation(scene.tool.part, rng), "slot": part_deviation(scene.statics[1].part, rng)}
+    devs = {what: dataclasses.replace(d, protrusion=max(d.protrusion, reports[what].max_protrusion))
+            for what, d in devs.items()}
+    clearance = fit_clearance(scene, rng)
+    lines = [f"{what}: {reports[what].n_pieces} convex piece(s) ({reports[what].method}"
+             f"{', cached' if reports[what].cached else ''}); they stick out of the mesh by up to "
+             f"{d.protrusion * 1e3:.3f} mm and leave it uncovered by up to {d.uncovered * 1e3:.3f} mm"
+             for what, d in devs.items()]
+    m = scene.meta
+    lines += [f"hole: {m['depth'] * 1e3:.3f} mm deep, inradius {m['hole_apothem'] * 1e3:.3f} mm",
+              f"clearance: {clearance * 1e3:.3f} mm (radial, measured with the tool on the hole's axis)"]
+    return lines, deviation_findings(list(devs.values()), clearance)
+
+
+def _attach_depth(scene, path: Path):
+    """``scene`` with the depth network (a .safetensors file, or a piecewise set's .json manifest) at ``path`` on
+    its slot (the second static), after checking that it was trained on the slot's mesh (CheckpointError if not);
+    the scene records the file's absolute path."""
+    import dataclasses
+
+    from contactkit.depth import load_depth_nets
+
+    slot = scene.statics[1]
+    try:
+        load_depth_nets(path, slot.part)
+    except ContactkitError as exc:
+        raise type(exc)(f"--depth: {exc}") from None
+    statics = (*scene.statics[:1], dataclasses.replace(slot, depth_model=str(path.resolve())), *scene.statics[2:])
+    return dataclasses.replace(scene, statics=statics)
+
+
 @scene_app.command("mesh")
 def from_meshes(
     tool: Annotated[Path, typer.Option(help="tool mesh file (OBJ, STL, PLY, OFF): a closed solid")],
@@ -76,11 +149,20 @@ def from_meshes(
         help="CoACD concavity threshold for non-convex parts (smaller: more pieces, closer fit)")] = 0.02,
     coacd_cache: Annotated[Path | None, typer.Option(
         help="folder of cached convex decompositions (default: ~/.cache/contactkit/coacd)")] = None,
+    strict: Annotated[bool, typer.Option(
+        help="refuse (one line, exit 2) instead of warning: a part whose size is implausible for --units, or "
+             "convex pieces off the mesh by more than 0.2 x the measured clearance")] = False,
+    depth: Annotated[Path | None, typer.Option(
+        help="the slot's depth network (contactkit learn depth: a .safetensors file, or a learn depth-set .json "
+             "manifest), trained on the slot's mesh in metres; the engine takes the tool's contacts with the slot "
+             "from it")] = None,
 ) -> None:
-    """A peg-in-hole scene from your tool and slot meshes; non-convex parts get CoACD convex pieces."""
+    """A peg-in-hole scene from your tool and slot meshes; non-convex parts get CoACD convex pieces. Warns (or with
+    --strict refuses) when a part's size does not fit --units or the pieces stray from the meshes by more than
+    0.2 x the clearance."""
     from contactkit.geometry import DecompositionSettings
     from contactkit.geometry.decompose import DEFAULT_CACHE_DIR
-    from contactkit.geometry.user_parts import length_scale, load_part
+    from contactkit.geometry.user_parts import length_scale
     from contactkit.tasks.scenes import mesh_peg_in_hole, tip_frame
 
     try:
@@ -91,25 +173,19 @@ def from_meshes(
         scale = length_scale(units)
         settings = DecompositionSettings(threshold=threshold)
         cache = (coacd_cache or DEFAULT_CACHE_DIR).expanduser()
-        reports = {}
-        with console.status("reading and decomposing the meshes ..."):
-            tool_part, reports["tool"] = load_part(tool, units=units, settings=settings, cache_dir=cache)
-            slot_part, reports["slot"] = load_part(slot, units=units, settings=settings, cache_dir=cache)
-        if tool_origin == "tip":
-            tool_part = tip_frame(tool_part)
+        parts, reports = _read_parts({"tool": tool, "slot": slot}, units, settings, cache, strict)
+        tool_part = tip_frame(parts["tool"]) if tool_origin == "tip" else parts["tool"]
         try:
-            scene = mesh_peg_in_hole(tool_part, slot_part, tool_mass=tool_mass, friction=friction,
+            scene = mesh_peg_in_hole(tool_part, parts["slot"], tool_mass=tool_mass, friction=friction,
                                      hole_xy=None if xy is None else (xy[0] * scale, xy[1] * scale),
                                      start_height=start_height)
         except GeometryError as exc:  # the hole: name the file it was looked for in
             raise GeometryError(f"--slot '{slot}': {exc}") from None
-        for what, r in reports.items():
-            console.print(f"{what}: {r.n_pieces} convex piece(s) ({r.method}{', cached' if r.cached else ''}), "
-                          f"sticking out of the mesh by up to {r.max_protrusion * 1e3:.3f} mm",
-                          highlight=False, soft_wrap=True)
-        m = scene.meta
-        console.print(f"hole: {m['depth'] * 1e3:.3f} mm deep, inradius {m['hole_apothem'] * 1e3:.3f} mm",
-                      highlight=False)
+        lines, findings = _check_fit(scene, reports)
+        if depth is not None:
+            scene = _attach_depth(scene, depth)
+            lines.append(f"slot: depth network {depth}")
+        _findings(findings, strict, lines)
         _write(scene, out)
     except ContactkitError as exc:
         fail(exc)

@@ -200,3 +200,43 @@ def _errors(part: Part, pieces, rng: np.random.Generator, n: int) -> tuple[float
     box = float(np.prod(hi - lo + 2 * pad))
     volume_error = box * float(np.mean(in_m != in_u)) / signed_volume(part.vertices, part.faces)
     return volume_error, hausdorff, max(0.0, float(d_u.max()))
+
+
+def piece_deviation(part: Part, rng: np.random.Generator, n_samples: int = 20000) -> tuple[float, float]:
+    """How far ``part``'s convex pieces stick out of its mesh and how deep they leave it uncovered (issue 34,
+    part 4: what ``contactkit scene mesh`` compares with the fit's clearance).
+
+    - protrusion [m]: the largest signed distance to the mesh (positive outside, libigl exact) of the pieces'
+      vertices (every one) and of ``n_samples`` points on the pieces' surfaces (area-weighted): a point of a
+      piece outside the solid is where the pieces, not the mesh, stop a mating part;
+    - uncovered [m]: of the mesh's vertices and ``n_samples`` points on its surface that lie outside every
+      piece, the largest exact distance to the nearest piece: where a mating part can go into the solid
+      without touching a piece.
+
+    Both are lower bounds that converge with ``n_samples`` (exact at the vertices); 0 for a perfect cover.
+
+    Args:
+        part: a closed outward mesh with convex pieces, part frame [m]; rng: the sampler; n_samples: > 0.
+
+    Returns:
+        ``(protrusion [m] >= 0, uncovered [m] >= 0)``.
+
+    Raises:
+        GeometryError: a part without pieces. InvalidInputError: rng not a numpy Generator.
+    """
+    pieces = tuple(part.pieces)
+    if not pieces:
+        raise GeometryError(f"part {part.name!r}: no convex pieces to measure")
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidInputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    cat_v = np.concatenate([p.vertices for p in pieces])
+    offsets = np.cumsum([0] + [len(p.vertices) for p in pieces[:-1]])
+    cat_f = np.concatenate([p.faces + o for p, o in zip(pieces, offsets, strict=True)])
+    out_pts = np.concatenate([cat_v, _surface_samples(cat_v, cat_f, int(n_samples), rng)[0]])
+    protrusion = max(0.0, float(signed_distance(part, out_pts).max()))
+    m = np.concatenate([part.vertices, _surface_samples(part.vertices, part.faces, int(n_samples), rng)[0]])
+    extent = float(np.ptp(np.concatenate([part.vertices, cat_v]), axis=0).max())
+    depth = np.max([_depth_in(m, _planes(p)) for p in pieces], axis=0)
+    bare = m[depth < -INSIDE_RTOL * extent]
+    uncovered = float(np.abs(signed_distance((cat_v, cat_f), bare)).max()) if len(bare) else 0.0
+    return protrusion, uncovered
