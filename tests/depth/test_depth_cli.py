@@ -68,3 +68,33 @@ def test_learn_depth_end_samples_are_recorded(tmp_path):
     assert "--end-fraction 0.25 --end-span 0.002" in net.meta["command"]
     card = (tmp_path / "README.md").read_text()
     assert "0.25 of the near-surface samples lie within 0.002 m of the axial ends" in card
+
+
+def test_learn_depth_few_steps_bound_the_whole_run_and_show_progress(tmp_path):
+    """Issue 34 part 5: ``--part paper-hole --steps 50`` ran the preset's 200k samples and 1200 L-BFGS iterations
+    (over 5 minutes); a few steps now scale both down with them, print the expected time and a progress bar."""
+    import time
+
+    t0 = time.perf_counter()
+    r = runner.invoke(app, ["learn", "depth", "--part", "paper-hole", "--out", str(tmp_path), "--steps", "5"])
+    wall = time.perf_counter() - t0
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "2000 samples, 5 Adam steps" in text and "0 L-BFGS iterations; expected about" in text, text
+    assert "learn depth hole: Adam" in text and "5/5" in text  # the bar, at its end
+    meta = json.loads((tmp_path / "accuracy.json").read_text())
+    assert meta["steps"] == 5 and meta["n_samples"] <= 2000 and meta["refine_steps"] == 0
+    assert meta["expected_s"] < 30 and wall < 120  # generous: two shared cores
+
+
+def test_learn_depth_budget_fits_the_run_and_records_its_settings(tmp_path):
+    r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path), "--budget", "8"])
+    assert r.exit_code == 0, r.output
+    net = load_depth_net(tmp_path / "valid_cube_10mm.safetensors", load_mesh(CUBE))
+    m = net.meta
+    assert m["budget_s"] == 8 and m["expected_s"] <= 8 and m["steps"] < 20_000 and m["samples"] < 200_000
+    assert f"--steps {m['steps']}" in m["command"] and f"--samples {m['samples']}" in m["command"]
+    assert "--refine-steps 0" in m["command"]  # the run repeats without the timing
+    for bad in ("0", "nan", "0.001"):
+        r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "x"), "--budget", bad])
+        assert r.exit_code == 2 and "--budget" in r.output, r.output

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +25,13 @@ def learn_depth(
     out: Annotated[Path, typer.Option(help="output folder: gets <name>.safetensors and accuracy.json")],
     coordinates: Annotated[str | None, typer.Option(
         help="cartesian | cylindrical | helical (default: the part's; cylindrical hole, helical bolt)")] = None,
-    steps: Annotated[int | None, typer.Option(help="optimisation steps (default: the part's preset)")] = None,
+    steps: Annotated[int | None, typer.Option(
+        help="Adam steps (default: the part's preset). Below the preset's S, N steps also scale the samples and "
+             "the L-BFGS iterations (and mining) by N/S, at least 2000 samples; options given explicitly are "
+             "kept")] = None,
+    budget: Annotated[float | None, typer.Option(
+        help="[s] bound the whole run's expected time: steps, samples and L-BFGS iterations scaled by the largest "
+             "factor <= 1 that fits, from unit costs timed here at the start")] = None,
     seed: int = 0,
     device: Annotated[str, typer.Option(help="torch device: cpu, cuda, cuda:1 ...")] = "cpu",
     threads: Annotated[int, typer.Option(help="torch CPU threads")] = 1,
@@ -55,9 +62,10 @@ def learn_depth(
     its error against the exact signed distance in the ±0.5 mm band."""
     import time
 
+    started = time.perf_counter()
     import torch
 
-    from contactkit.depth import accuracy, load_depth_net, save_depth_net, train_depth_net
+    from contactkit.depth import accuracy, load_depth_net, save_depth_net
     from contactkit.depth.network import check_device
     from contactkit.depth.presets import part_setup
 
@@ -73,25 +81,25 @@ def learn_depth(
                  "adam_mate_nodes": adam_mate_nodes, "end_fraction": end_fraction, "end_span": end_span}
         extra = {k: v for k, v in extra.items() if v is not None}
         window = _pair(z_range, "--z-range") if z_range is not None else None
-        ps = part_setup(part, coordinates=coordinates, steps=steps, seed=seed, overrides=extra, z_range=window)
+        ps = part_setup(part, coordinates=coordinates, seed=seed, overrides=extra, z_range=window)
         start = load_depth_net(init, ps.part) if init is not None else None
         stem = name or {"paper-hole": "hole", "m48-bolt": "bolt"}.get(part, Path(part).stem)
-        cfg = ps.config
+        cfg, expected = _plan(ps, steps, budget, set(extra), device, started)
+        if budget is not None:  # the run's own settings, so that its command repeats it without the timing
+            extra = {**extra, "samples": cfg.samples, "refine_steps": cfg.refine_steps}
         console.print(f"{ps.part.name}: {len(ps.part.faces)} triangles, {ps.setup.frame.coordinates.value} "
-                      f"coordinates, {cfg.samples} samples, {cfg.steps} steps (batch {cfg.batch}, {cfg.dtype})")
-        with progress() as bar:
-            job = bar.add_task(f"learn depth {stem}", total=cfg.steps)
-
-            def report(step: int, loss: float) -> None:
-                bar.update(job, completed=step, description=f"learn depth {stem} (RMS {loss**0.5 * 1e6:.1f} µm)")
-
-            net = train_depth_net(ps.part, ps.setup, cfg, report, device=device, init=start, mate=ps.mate)
+                      f"coordinates, {cfg.samples} samples, {cfg.steps} Adam steps (batch {cfg.batch}, {cfg.dtype}), "
+                      f"{cfg.refine_steps} L-BFGS iterations; expected about {_duration(expected)} on this machine",
+                      highlight=False, soft_wrap=True)
+        net = _train(ps, cfg, stem, device, start)
         t0 = time.perf_counter()
         acc = accuracy(net, ps.part, np.random.default_rng(seed + 1), device=device)
         acc["eval_time_s"] = round(time.perf_counter() - t0, 1)
         if ps.contact_nodes is not None:
             acc["contact_nodes"] = accuracy(net, ps.part, np.random.default_rng(seed + 1), points=ps.contact_nodes,
                                             device=device)
+        net = dataclasses_replace_meta(net, {"expected_s": round(expected, 1)}
+                                       | ({"budget_s": budget} if budget is not None else {}))
         command = (f"contactkit learn depth --part {part} --out {out} --coordinates "
                    f"{ps.setup.frame.coordinates.value} --steps {cfg.steps} --seed {seed}"
                    + (f" --init {init}" if init is not None else "")
@@ -110,6 +118,51 @@ def learn_depth(
     console.print(f"±{acc['band_m'] * 1e3:g} mm band, {acc['n']} points: max {acc['max_um']:.2f} µm, RMS "
                   f"{acc['rms_um']:.2f} µm, p99 {acc['p99_um']:.2f} µm ({acc['n_far']} band points outside the "
                   f"domain); wrote {path}")
+
+
+def _plan(ps, steps: int | None, budget: float | None, keep: set[str], device: str, started: float):
+    """``(TrainConfig, expected seconds)`` of the run: the preset's settings, scaled to ``--steps``
+    (:func:`contactkit.depth.budget.steps_config`) and then to what is left of ``--budget`` [s] since ``started``
+    (``time.perf_counter()`` at the command's start; :func:`contactkit.depth.budget.fit_budget}`), keeping the
+    options in ``keep``."""
+    import time
+
+    from contactkit.depth.budget import expected_seconds, fit_budget, measure_costs, steps_config
+    from contactkit.depth.training import ACCURACY_SAMPLES
+
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise InvalidInputError(f"--budget must be finite and > 0 [s], got {budget!r}")
+    cfg = ps.config if steps is None else steps_config(ps.config, steps, keep)
+    cost = measure_costs(ps.part, ps.setup, cfg, device)
+    eval_points = ACCURACY_SAMPLES + (0 if ps.contact_nodes is None else len(ps.contact_nodes))
+    if budget is not None:
+        spent = time.perf_counter() - started
+        if spent >= budget:
+            raise InvalidInputError(f"--budget {budget:g} s was spent before training (reading the part and timing "
+                                    f"this machine took {spent:.1f} s)")
+        cfg = fit_budget(cfg, cost, budget - spent, keep, eval_points)
+    return cfg, expected_seconds(cfg, cost, eval_points)
+
+
+def _train(ps, cfg, stem: str, device: str, start):
+    """Train with a progress bar over the Adam steps and L-BFGS iterations (phase and RMS in its text)."""
+    from contactkit.depth import train_depth_net
+
+    with progress() as bar:
+        job = bar.add_task(f"learn depth {stem}: sampling", total=cfg.steps + cfg.refine_steps)
+
+        def report(step: int, loss: float) -> None:
+            phase = "Adam" if step <= cfg.steps else "L-BFGS"
+            bar.update(job, completed=step, description=f"learn depth {stem}: {phase} (RMS {loss**0.5 * 1e6:.1f} µm)")
+
+        return train_depth_net(ps.part, ps.setup, cfg, report, device=device, init=start, mate=ps.mate)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as ``"12 s"``, ``"3.5 min"`` or ``"1.2 h"``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 @learn_app.command("depth-set")

@@ -6,6 +6,7 @@ Symmetry coordinates (:mod:`contactkit.depth.coordinates`): the peg-in-hole HOLE
 coordinates (r, z), the M48 BOLT's thread in helical coordinates (r, cos φ, sin φ, z); any other part in
 cartesian coordinates."""
 
+from contactkit.depth.budget import CostModel, expected_seconds, fit_budget, measure_costs, scaled_config, steps_config
 from contactkit.depth.checkpoint import load_depth_net, save_depth_net
 from contactkit.depth.coordinates import R_EPS, Coordinates, SymmetryFrame, make_frame
 from contactkit.depth.mining import MateSampler, mined_samples, warm_start
@@ -13,6 +14,7 @@ from contactkit.depth.netset import depth_net_files, load_depth_nets, save_depth
 from contactkit.depth.network import DepthNet, DepthNetSet, NodeContacts, detect, features, query
 from contactkit.depth.training import (
     ACCURACY_BAND,
+    ACCURACY_SAMPLES,
     DepthSetup,
     TrainConfig,
     accuracy,
@@ -23,8 +25,10 @@ from contactkit.depth.training import (
 
 __all__ = [
     "ACCURACY_BAND",
+    "ACCURACY_SAMPLES",
     "R_EPS",
     "Coordinates",
+    "CostModel",
     "DepthNet",
     "DepthNetSet",
     "DepthSetup",
@@ -36,14 +40,19 @@ __all__ = [
     "default_setup",
     "depth_net_files",
     "detect",
+    "expected_seconds",
     "features",
+    "fit_budget",
     "load_depth_net",
     "load_depth_nets",
     "make_frame",
+    "measure_costs",
     "mined_samples",
     "query",
     "save_depth_net",
     "save_depth_net_set",
+    "scaled_config",
+    "steps_config",
     "train_depth_net",
     "training_samples",
     "warm_start",

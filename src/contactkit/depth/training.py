@@ -43,6 +43,8 @@ INIT_NEAR = 1e-3
 """[m] first-layer kinks are initialised through samples this close to the surface (:func:`_init_weights`)."""
 ACCURACY_BAND = 0.5e-3
 """[m] half-width of the band around the surface where accuracy is measured (issue 16)."""
+ACCURACY_SAMPLES = 20_000
+"""Band points :func:`accuracy` measures at by default."""
 
 
 @dataclass(frozen=True)
@@ -343,7 +345,7 @@ def band_samples(part: Part, net: DepthNet | DepthNetSet, n: int, band: float,
     return p[np.abs(signed_distance(part, p)) <= band]
 
 
-def accuracy(net: DepthNet | DepthNetSet, part: Part, rng: np.random.Generator, n: int = 20_000,
+def accuracy(net: DepthNet | DepthNetSet, part: Part, rng: np.random.Generator, n: int = ACCURACY_SAMPLES,
              band: float = ACCURACY_BAND, points: np.ndarray | None = None, *,
              device: torch.device | str = "cpu") -> dict:
     """Error of ``net`` against the exact signed distance of ``part``, in µm, on points within ±band [m].

@@ -9,6 +9,15 @@ from contactkit.tasks.connector import (
     plug,
     socket,
 )
+from contactkit.tasks.mesh_checks import (
+    PIECE_DEVIATION_FRACTION,
+    PLAUSIBLE_EXTENT_M,
+    PartDeviation,
+    deviation_findings,
+    fit_clearance,
+    part_deviation,
+    size_finding,
+)
 from contactkit.tasks.peg_env import (
     INSERTION_PAIRINGS,
     ObservationBounds,
@@ -28,10 +37,12 @@ from contactkit.tasks.scenes import (
 )
 
 __all__ = [
-    "INSERTION_PAIRINGS", "SOCKET_VARIANTS", "TRAINING_SHAPES", "ConnectorGeometry", "InsertionGoal", "Misalignment",
+    "INSERTION_PAIRINGS", "PIECE_DEVIATION_FRACTION", "PLAUSIBLE_EXTENT_M",
+    "SOCKET_VARIANTS", "TRAINING_SHAPES", "ConnectorGeometry", "InsertionGoal", "Misalignment",
     "ObservationBounds",
     "PegEnvConfig",
-    "PegInsertionEnv", "SocketVariant", "connector_insertion", "goal_reward", "insertion_reward", "is_halfway",
+    "PartDeviation", "PegInsertionEnv", "SocketVariant", "deviation_findings", "fit_clearance", "part_deviation",
+    "size_finding", "connector_insertion", "goal_reward", "insertion_reward", "is_halfway",
     "is_success", "make_tool", "mesh_peg_in_hole", "peg_in_hole", "plug", "random_training_scene", "socket",
     "split_observation", "table", "tip_frame",
 ]
