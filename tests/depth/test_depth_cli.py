@@ -95,6 +95,7 @@ def test_learn_depth_budget_fits_the_run_and_records_its_settings(tmp_path):
     assert m["budget_s"] == 8 and m["expected_s"] <= 8 and m["steps"] < 20_000 and m["samples"] < 200_000
     assert f"--steps {m['steps']}" in m["command"] and f"--samples {m['samples']}" in m["command"]
     assert "--refine-steps 0" in m["command"]  # the run repeats without the timing
+    assert "scaled to fit a budget of 8 s" in (tmp_path / "README.md").read_text()
     for bad in ("0", "nan", "0.001"):
         r = runner.invoke(app, ["learn", "depth", "--part", str(CUBE), "--out", str(tmp_path / "x"), "--budget", bad])
         assert r.exit_code == 2 and "--budget" in r.output, r.output

@@ -245,6 +245,9 @@ def _model_card(net, path: Path) -> str:
 def _refinement_lines(m: dict) -> list[str]:
     """The model card's lines on the warm start, the hard-example mining and the L-BFGS refinement (if any)."""
     out = []
+    if m.get("budget_s") is not None:
+        out.append(f"- steps, samples and L-BFGS iterations scaled to fit a budget of {m['budget_s']:g} s (expected "
+                   f"{m.get('expected_s')} s; `contactkit.depth.budget`)")
     if m.get("adam_mate_poses"):
         out.append(f"- of those samples, up to {m['adam_mate_nodes']} are the mating part's nodes at "
                    f"{m['adam_mate_poses']} random poses of the fit (within ±{m['fit_band']} m), in the Adam phase "
