@@ -24,8 +24,8 @@ a wall does not close the gap to the wall, a peg falling onto the floor does) �
 environment into the tool, the point on the tool surface and the signed distance ``d``. A vertex keeps its
 deepest contact and at most ``MAX_PER_VERTEX - 1`` more whose normals differ from the kept ones by more
 than ``DEDUPE_ANGLE`` (a peg tip vertex in the corner of a hole touches the floor and a wall; at a junction
-of two wall pieces it keeps one). Edge-edge contacts are not generated: a fine polygon's edges cross at
-angles close to 180°, where the vertices next to a crossing carry its depth to within the polygon's sagitta.
+of two wall pieces it keeps one). Edge–face and edge–edge contacts are :mod:`._kernels_edges`' (the engine step
+adds them after these).
 The distance checks against :func:`contactkit.collision.contacts` (COAL) are in the engine's tests.
 
 A static part with a learned depth network (:mod:`._kernels_depthnet`) is collided through the network where the

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from contactkit.collision import CollisionWorld
+from contactkit.engine._edge_geometry import EdgeSet, edge_set, piece_edges
 from contactkit.engine._kernels_depthnet import DepthSet, empty_depth_set
 
 FACE_MATCH_RTOL = 1e-9
@@ -42,6 +43,9 @@ VERTEX_WELD_TOL = 1e-10
 
 MAX_PER_VERTEX = 3
 """Most contacts one vertex keeps (against different pieces with different normals)."""
+
+MAX_PER_EDGE = 4
+"""Most contacts one tool edge keeps (the deepest) over all environment pieces (:mod:`._kernels_edges`)."""
 
 
 PLANE_REACH, PLANE_PHI = 4, 5
@@ -87,6 +91,7 @@ class ContactGeometry(NamedTuple):
         env_net: ``(E,)`` int64, the network in ``depth`` of each environment piece's static (-1: none): its piece
             is collided only outside the network's domain (:mod:`._kernels_contacts`).
         env_vert_net: ``(Ve,)`` int64, the same for each environment vertex.
+        edges: :class:`~contactkit.engine._edge_geometry.EdgeSet`, the pieces' edges (:mod:`._kernels_edges`).
     """
 
     tool: PieceSet
@@ -108,13 +113,16 @@ class ContactGeometry(NamedTuple):
     depth: DepthSet
     env_net: np.ndarray
     env_vert_net: np.ndarray
+    edges: EdgeSet
 
 
 def raw_capacity(geo: ContactGeometry) -> int:
-    """Most contacts one query can return (before reduction): the convex pieces', then one per tool node and
-    depth network."""
+    """Most contacts one query can return (before reduction): the convex pieces' vertices, one per tool node and
+    depth network, and the edges' (:mod:`._kernels_edges`: two per environment edge and tool piece, at most
+    :data:`MAX_PER_EDGE` per tool edge)."""
     convex = MAX_PER_VERTEX * (len(geo.tool_verts) + len(geo.env_verts) * len(geo.tool.info))
-    return convex + len(geo.depth.nodes) * len(geo.depth.kind)
+    edges = MAX_PER_EDGE * len(geo.edges.tool) + 2 * len(geo.edges.env) * len(geo.tool.info)
+    return convex + len(geo.depth.nodes) * len(geo.depth.kind) + edges
 
 
 def _weld(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,9 +175,12 @@ def _side_frame(verts: np.ndarray, normals: np.ndarray) -> tuple[np.ndarray, np.
     return frame, side if side.sum() >= SIDE_PLANES_MIN else np.zeros_like(side)
 
 
-def piece_set(piece_verts: list[np.ndarray], piece_planes: list[np.ndarray]) -> PieceSet:
-    """The :class:`PieceSet` of convex pieces given by their vertices ``(V_i, 3)`` and planes ``(F_i, 4)``."""
-    flags = _internal_faces(piece_verts, piece_planes) if piece_verts else []
+def piece_set(piece_verts: list[np.ndarray], piece_planes: list[np.ndarray],
+              flags: list[np.ndarray] | None = None) -> PieceSet:
+    """The :class:`PieceSet` of convex pieces given by their vertices ``(V_i, 3)`` and planes ``(F_i, 4)``
+    (``flags``: their internal faces, computed when not given)."""
+    if flags is None:
+        flags = _internal_faces(piece_verts, piece_planes) if piece_verts else []
     planes, info, offset = [], [], 0
     for verts, rows, internal in zip(piece_verts, piece_planes, flags, strict=True):
         centre = 0.5 * (verts.min(axis=0) + verts.max(axis=0))
@@ -247,14 +258,18 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
         lo = np.array([v.min(axis=0) for v in env_v])
         hi = np.array([v.max(axis=0) for v in env_v])
         grid = _cell_lists(lo, hi, env_verts, max_margin)
-        env = piece_set(env_v, env_p)
+        internal = _internal_faces(env_v, env_p)
+        env = piece_set(env_v, env_p, internal)
+        env_edges = [piece_edges(v, p, f) for v, p, f in zip(env_v, env_p, internal, strict=True)]
     else:
         env_verts, vert_mu, env = np.zeros((0, 3)), np.zeros(0), piece_set([], [])
         vert_net = np.zeros(0, np.int64)
         grid = (np.zeros(3), GRID_CELL, np.ones(3, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64),
                 np.zeros(2, np.int64), np.zeros(0, np.int64))
+        lo, hi, env_edges = np.zeros((0, 3)), np.zeros((0, 3)), []
+    tool_internal = _internal_faces(tool_v, tool_p)
     return ContactGeometry(
-        tool=piece_set(tool_v, tool_p),
+        tool=piece_set(tool_v, tool_p, tool_internal),
         tool_verts=_weld(np.concatenate(tool_v))[0],
         tool_lo=np.array([v.min(axis=0) for v in tool_v]),
         tool_hi=np.array([v.max(axis=0) for v in tool_v]),
@@ -273,4 +288,6 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
         depth=depth if depth is not None else empty_depth_set(),
         env_net=piece_net,
         env_vert_net=vert_net,
+        edges=edge_set([piece_edges(v, p, f) for v, p, f in zip(tool_v, tool_p, tool_internal, strict=True)],
+                       env_edges, lo, hi, grid[:3], max_margin),
     )

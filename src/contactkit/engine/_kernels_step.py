@@ -28,6 +28,7 @@ from numba import njit
 
 from contactkit.engine._kernels_contacts import node_contacts
 from contactkit.engine._kernels_dynamics import free_velocity, rotate_body
+from contactkit.engine._kernels_edges import edge_contacts
 from contactkit.engine._kernels_reduce import reduce_contacts, warm_start
 from contactkit.engine._kernels_solve import build_rows, project_positions, solve_box, solve_cone
 from contactkit.engine.layout import (
@@ -95,6 +96,8 @@ class Buffers(NamedTuple):
     prev_impulses: np.ndarray  # (max_contacts, 3)
     counts: np.ndarray  # (2,) int64: contacts of the last step, of the previous step
     stats: np.ndarray  # (10,) float64, see STAT_*
+    cache_env_edges: np.ndarray  # (Ee, T) int64 separating-plane cache of environment edges (._kernels_edges)
+    cache_tool_edges: np.ndarray  # (Et, E) int64
 
 
 @njit(cache=True)
@@ -119,6 +122,8 @@ def collide(geo, buf, settings, rot, origin, com, motion, lookahead, speed):
     """
     raw_count = node_contacts(geo, rot, origin, motion, com, settings.margin, lookahead, speed, buf.cache_tool,
                               buf.cache_env, buf.raw)
+    raw_count = edge_contacts(geo, rot, origin, motion, com, settings.margin, lookahead, speed, False,
+                              buf.cache_env_edges, buf.cache_tool_edges, buf.raw, raw_count)
     count = reduce_contacts(buf.raw, raw_count, settings.max_contacts, settings.cos_cluster, settings.per_cluster,
                             buf.contacts)
     return raw_count, count

@@ -61,6 +61,8 @@ class _BatchBuffers(NamedTuple):
     prev_impulses: np.ndarray
     counts: np.ndarray
     stats: np.ndarray
+    cache_env_edges: np.ndarray
+    cache_tool_edges: np.ndarray
 
 
 def _stacked_buffers(geometry, max_contacts: int, size: int) -> _BatchBuffers:
@@ -96,7 +98,8 @@ def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_p
                        template.weight, command, template.tcp, template.has_tcp)
         buf = Buffers(bufs.cache_tool[i], bufs.cache_env[i], bufs.raw[i], bufs.contacts[i], bufs.impulses[i],
                       bufs.frames[i], bufs.jac[i], bufs.m_inv_jt[i], bufs.blocks[i], bufs.bias[i], bufs.mu[i],
-                      bufs.prev_keys[i], bufs.prev_impulses[i], bufs.counts[i], bufs.stats[i])
+                      bufs.prev_keys[i], bufs.prev_impulses[i], bufs.counts[i], bufs.stats[i],
+                      bufs.cache_env_edges[i], bufs.cache_tool_edges[i])
         before = state.copy()
         advance(geo, body, ctrl, settings, buf, state, readings[i], applied[i])
         failed[i] = buf.stats[STAT_NONFINITE] != 0.0

@@ -29,8 +29,9 @@ from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.collision.workspace import leaves_workspace
 from contactkit.control.impedance import GRAVITY, POSE_MODES, damping_gains
 from contactkit.control.stability import check_timestep
-from contactkit.engine._kernels_contacts import node_contacts
+from contactkit.engine._kernels_contacts import KEY_SHIFT, node_contacts
 from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_command_target
+from contactkit.engine._kernels_edges import edge_contacts
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
 from contactkit.engine._kernels_step import (
     INTEGRATOR_EULER,
@@ -50,6 +51,7 @@ from contactkit.engine.layout import (
     POINT_COLS,
     ROW_DISTANCE,
     ROW_FRICTION,
+    ROW_KEY,
     ROW_WIDTH,
     STATE_COM,
     STATE_OMEGA,
@@ -76,6 +78,14 @@ steps whose impedance force (torque) was clipped to ``max_force`` (``max_torque`
 DIVERGED_MAGNITUDE = 1e10
 """A state component (position [m], quaternion, velocity [m/s, rad/s]) beyond this is diverged: MuJoCo's ``mjMAXVAL``,
 above which MuJoCo flags a bad position or velocity (:mod:`contactkit.mujoco.diverged`)."""
+MAX_PENETRATION = 2e-4
+"""Deepest penetration [m] of the tool into a static the engine accepts at the end of a control step, measured on the
+convex pieces' geometry (every vertex and edge of each piece against the other's pieces, :meth:`EngineWorld.step`).
+The contacts keep it near ``EngineParams.correction_slop`` (1 µm); beyond this a contact was missed, and the step is
+refused (:class:`~contactkit.errors.ToolTunnelled`)."""
+FEATURES = ("tool vertex {f}", "static vertex {f}", "tool node {f}", "static edge {f}", "static edge {f}",
+            "tool edge {f}", "tool edge {f}")
+"""How a penetration message names a contact's feature, by the key's source (:mod:`._kernels_edges`)."""
 STEP_FAILURES = (np.linalg.LinAlgError, ArithmeticError)
 """Exceptions from inside an engine step (a singular effective mass, an overflow, a division by zero) that mean the
 step diverged: :meth:`EngineWorld.step` turns them into :class:`~contactkit.errors.SimulationDiverged` and keeps
@@ -129,6 +139,8 @@ def _buffers(geometry, max_contacts: int) -> Buffers:
         frames=np.zeros((k, 3, 3)), jac=np.zeros((k, 3, 6)), m_inv_jt=np.zeros((k, 3, 6)),
         blocks=np.zeros((k, 3, 3)), bias=np.zeros(k), mu=np.zeros(k), prev_keys=np.zeros(k),
         prev_impulses=np.zeros((k, 3)), counts=np.zeros(2, np.int64), stats=np.zeros(len(STATS) + 1),
+        cache_env_edges=np.full((len(geometry.edges.env), len(geometry.tool.info)), -1, np.int64),
+        cache_tool_edges=np.full((len(geometry.edges.tool), len(geometry.env.info)), -1, np.int64),
     )
 
 
@@ -175,6 +187,7 @@ class EngineWorld:
         self._guard = TunnelGuard.of(scene)
         nets = scene_depth_nets(scene)
         collision = CollisionWorld(scene)
+        self._env_body, self._env_piece = collision.env_body, collision.env_piece
         self.geometry = contact_geometry(collision, self.engine.max_margin,
                                          depth_set(scene, nets, len(collision.env_pieces)),
                                          piece_networks(nets, collision.env_body))
@@ -236,12 +249,42 @@ class EngineWorld:
         self._buffers.counts[:] = 0
 
     def _min_distance(self, rot: np.ndarray, pos: np.ndarray) -> float:
-        """Smallest node-contact gap [m] of the tool at a pose (``inf`` when nothing touches)."""
-        b = self._buffers
-        com = pos + rot @ self.scene.tool.com
-        k = node_contacts(self.geometry, rot, pos, np.zeros((2, 6)), com, 0.0, 0.0, 0.0, b.cache_tool, b.cache_env,
-                          b.raw)
-        return float(b.raw[:k, ROW_DISTANCE].min()) if k else math.inf
+        """Smallest gap [m] of the tool at a pose (``inf`` when nothing touches): its vertices and nodes, and every
+        edge of the pieces (:mod:`contactkit.engine._kernels_edges`)."""
+        return self._deepest(rot, pos)[0]
+
+    def _deepest(self, rot: np.ndarray, pos: np.ndarray) -> tuple[float, float]:
+        """The smallest gap [m] of :meth:`_min_distance` and its contact's key (``(inf, -1)`` when none)."""
+        b, geo = self._buffers, self.geometry
+        com, still = pos + rot @ self.scene.tool.com, np.zeros((2, 6))
+        k = node_contacts(geo, rot, pos, still, com, 0.0, 0.0, 0.0, b.cache_tool, b.cache_env, b.raw)
+        k = edge_contacts(geo, rot, pos, still, com, 0.0, 0.0, 0.0, True, b.cache_env_edges, b.cache_tool_edges, b.raw,
+                          k)
+        if not k:
+            return math.inf, -1.0
+        i = int(np.argmin(b.raw[:k, ROW_DISTANCE]))
+        return float(b.raw[i, ROW_DISTANCE]), float(b.raw[i, ROW_KEY])
+
+    def _penetration(self, pos: np.ndarray, rot: np.ndarray) -> str | None:
+        """Why the pose at the end of a step cannot be trusted: the tool deeper than :data:`MAX_PENETRATION` in a
+        static (naming the feature and the piece), or None."""
+        d, key = self._deepest(rot, pos)
+        if -d <= MAX_PENETRATION:
+            return None
+        source, feature, piece = int(key) // KEY_SHIFT**2, int(key) // KEY_SHIFT % KEY_SHIFT, int(key) % KEY_SHIFT
+        what = FEATURES[source].format(f=feature) if source < len(FEATURES) else f"feature {int(key)}"
+        if source in (1, 3, 4):  # a static's feature against tool piece `piece`: name the static's piece
+            env = self.geometry.edges.env_piece[feature] if source != 1 else None
+            where = f"tool piece {piece}" if env is None else f"tool piece {piece} ({self._piece_label(int(env))})"
+        else:
+            where = self._piece_label(piece) if source != 2 else "a static's depth network"
+        return (f"the tool is {-d * 1e3:.3g} mm inside a static ({what} against {where}), deeper than "
+                f"MAX_PENETRATION = {MAX_PENETRATION * 1e3:g} mm: a contact was missed")
+
+    def _piece_label(self, e: int) -> str:
+        """``static b 'name' piece i`` of environment piece ``e``."""
+        b, i = int(self._env_body[e]), int(self._env_piece[e])
+        return f"static {b} '{self.scene.statics[b].part.name}' piece {i}"
 
     def state(self) -> BodyState:
         """Current tool state (world frame; the origin's velocity and the world angular velocity)."""
@@ -282,7 +325,9 @@ class EngineWorld:
                 the tool origin left the scene's workspace by more than
                 :data:`~contactkit.collision.workspace.WORKSPACE_MARGIN_M`;
                 :class:`~contactkit.errors.ToolTunnelled`: the tool passed through a static body
-                (:mod:`contactkit.collision.tunnelling`). Either way the state is left as it was before the step.
+                (:mod:`contactkit.collision.tunnelling`), or ends the step deeper than :data:`MAX_PENETRATION`
+                in one, measured on every vertex and edge of the convex pieces (a missed contact). Either way the
+                state is left as it was before the step.
         """
         command = np.asarray(command, dtype=np.float64)
         if command.shape != (6,) or not np.all(np.isfinite(command)):
@@ -305,6 +350,7 @@ class EngineWorld:
         if problem is None:
             error = ToolTunnelled
             problem = find_tunnel(self._guard, *self._origin_pose(before), *self._origin_pose(self._state))
+            problem = problem or self._penetration(*self._origin_pose(self._state))
         if problem is None:
             error, problem = SimulationDiverged, leaves_workspace(self.scene, self._origin_pose(self._state)[0])
         if problem is not None:

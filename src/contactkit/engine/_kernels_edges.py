@@ -1,0 +1,364 @@
+"""Edge contacts in numba: environment edges against tool pieces and tool edges against environment pieces — the
+edge–face and edge–edge contacts the node contacts (:mod:`._kernels_contacts`, vertices only) miss, e.g. a slot's
+top edge pressed into the side of a tool none of whose vertices is inside the slot.
+
+For a segment ``x(t) = x_0 + t s``, ``t ∈ [0, 1]``, against a convex piece with external planes ``a_f(x) = m_f·x -
+o_f``, the function ``F(t) = max_f a_f(x(t))`` is convex and piecewise linear: it is the segment point's signed
+distance to the piece where negative (exact) and a lower bound of it where positive. :func:`segment_minimum` walks
+its upper envelope from ``t = 0`` to its minimum (each step: the next line of larger slope to cross the current
+one). The minimum is
+
+* at an end (``t = 0`` or ``1``): a vertex, which the node contacts already collide — no edge contact;
+* at a kink between planes ``m_1`` (left) and ``m_2`` (right): the segment crosses the piece's edge line
+  ``m_1 × m_2`` — an *edge–edge* contact, normal ``n ∝ (m_1 × m_2) × s`` (the common normal of the two lines,
+  pointing out of the piece), distance ``d = (x - q)·n`` with ``q = x + α m_1 + β m_2`` the point of the edge line
+  (``[1 c; c 1][α; β] = -[a_1; a_2]``, ``c = m_1·m_2``): the exact line–line distance, signed;
+* on a line of slope ``|m·s| ≤ FLAT_SINE |s|``, a range ``[t_lo, t_hi]``: the segment lies along face ``m`` — an
+  *edge–face* contact at each end of the range inside the segment, normal ``m``, ``d = a_m``.
+
+Environment edges (tool frame) against tool pieces give both kinds; tool edges against environment pieces give only
+edge–face contacts, since a crossing of a tool edge with an environment edge is the environment edge's kink. A
+point beyond one of the piece's internal faces gives no contact (the neighbour's region, as for vertices), nor does a
+point in a static's depth-network domain (the network answers there). Speculative margins as for vertices
+(:func:`._kernels_contacts._reach`). Each pair keeps a separating-plane cache: a plane both ends of the segment lie
+beyond by more than the margin. Contact keys ``(source · 2²¹ + edge) · 2²¹ + piece`` with source 3 / 4
+(environment edge, the range's first / second end) and 5 / 6 (tool edge); 0–2 are the vertices' and the depth
+networks' (:data:`._kernels_depthnet.KEY_SOURCE`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from contactkit.engine._kernels_contacts import (
+    INTERNAL_TOL,
+    KEY_SHIFT,
+    _point_velocities,
+    _reach,
+    _world_box,
+    _write_row,
+)
+from contactkit.engine._kernels_depthnet import inside_domain
+from contactkit.engine._kernels_geometry import INFO_MID, INFO_START, INFO_STOP, MAX_PER_EDGE
+from contactkit.engine.layout import ROW_DISTANCE, ROW_WIDTH
+
+FLAT_SINE = 1e-3
+"""A segment at most this sine of an angle off a face's plane lies along it (an edge–face range)."""
+
+END_RTOL = 1e-6
+"""A minimum within this fraction of the segment's length of an end is that end's vertex: no edge contact."""
+
+COMMON_NORMAL_MIN = 1e-9
+"""Below this ``|(m_1 × m_2) × ŝ|`` the common normal is undefined: the contact takes the right plane's normal."""
+
+
+@njit(cache=True)
+def _line(planes, f, x0, y0, z0, sx, sy, sz):
+    """Value at ``t = 0`` and slope of plane ``f`` along the segment."""
+    a = planes[f, 0] * x0 + planes[f, 1] * y0 + planes[f, 2] * z0 - planes[f, 3]
+    return a, planes[f, 0] * sx + planes[f, 1] * sy + planes[f, 2] * sz
+
+
+@njit(cache=True)
+def _next_line(planes, f0, f1, x0, y0, z0, sx, sy, sz, a_cur, b_cur, t):
+    """The line of planes ``f0:f1`` that takes over the envelope from line ``(a_cur, b_cur)`` after ``t``: the
+    first to cross it among the steeper ones (ties: the steepest). Returns ``(line, t_cross, a, b)``, line -1 if
+    none."""
+    best, t_best, a_best, b_best = -1, np.inf, 0.0, 0.0
+    for g in range(f0, f1):
+        a, b = _line(planes, g, x0, y0, z0, sx, sy, sz)
+        if b <= b_cur:
+            continue
+        tg = max((a_cur - a) / (b - b_cur), t)
+        if tg < t_best or (tg == t_best and b > b_best):
+            best, t_best, a_best, b_best = g, tg, a, b
+    return best, t_best, a_best, b_best
+
+
+@njit(cache=True)
+def segment_minimum(planes, f0, f1, x0, y0, z0, sx, sy, sz, flat):
+    """Where ``F(t) = max_{f0 ≤ f < f1} (m_f·(x_0 + t s) - o_f)`` is least on ``[0, 1]`` (module docstring).
+
+    Args:
+        planes: ``(P, ≥4)`` rows ``(m, o)``. f0, f1: the plane range. x0..: segment start [m]; sx..: ``s`` [m].
+        flat: slope [m] at or below which a line is flat (``FLAT_SINE · |s|``).
+
+    Returns:
+        ``(t_lo, t_hi, left, right, flat_line)``: a kink or end at ``t_lo = t_hi`` between lines ``left`` and
+        ``right`` (-1 where the segment ends), or a flat range ``[t_lo, t_hi]`` on ``flat_line`` (else -1) with
+        ``left`` before it and ``right`` after it.
+    """
+    cur, a_cur, b_cur = -1, -np.inf, 0.0
+    for f in range(f0, f1):
+        a, b = _line(planes, f, x0, y0, z0, sx, sy, sz)
+        if a > a_cur or (a == a_cur and b > b_cur):
+            cur, a_cur, b_cur = f, a, b
+    t, prev = 0.0, -1
+    while b_cur < -flat:
+        nxt, t_next, a_next, b_next = _next_line(planes, f0, f1, x0, y0, z0, sx, sy, sz, a_cur, b_cur, t)
+        if nxt < 0 or t_next >= 1.0:
+            return 1.0, 1.0, cur, -1, -1
+        prev, cur, a_cur, b_cur, t = cur, nxt, a_next, b_next, t_next
+    if b_cur > flat:
+        return t, t, prev, cur, -1
+    nxt, t_next, _, _ = _next_line(planes, f0, f1, x0, y0, z0, sx, sy, sz, a_cur, b_cur, t)
+    if nxt < 0 or t_next >= 1.0:
+        return t, 1.0, prev, -1, cur
+    return t, t_next, prev, nxt, cur
+
+
+@njit(cache=True)
+def _feature(planes, info, p, x0, y0, z0, sx, sy, sz, t, left, right, flat_line):
+    """The contact of the segment point ``x(t)`` with piece ``p`` (module docstring): ``(ok, d, nx, ny, nz, x, y,
+    z)``, ``n`` out of the piece; not ok beyond an internal face."""
+    x, y, z = x0 + t * sx, y0 + t * sy, z0 + t * sz
+    for f in range(int(info[p, INFO_MID]), int(info[p, INFO_STOP])):
+        if planes[f, 0] * x + planes[f, 1] * y + planes[f, 2] * z - planes[f, 3] > INTERNAL_TOL:
+            return False, 0.0, 0.0, 0.0, 0.0, x, y, z
+    f = flat_line if flat_line >= 0 else right
+    nx, ny, nz = planes[f, 0], planes[f, 1], planes[f, 2]
+    d = nx * x + ny * y + nz * z - planes[f, 3]
+    if flat_line >= 0 or left < 0:
+        return True, d, nx, ny, nz, x, y, z
+    mx, my, mz = planes[left, 0], planes[left, 1], planes[left, 2]
+    ex, ey, ez = my * nz - mz * ny, mz * nx - mx * nz, mx * ny - my * nx  # m_1 × m_2 (left × right)
+    cx, cy, cz = ey * sz - ez * sy, ez * sx - ex * sz, ex * sy - ey * sx  # (m_1 × m_2) × s
+    size = math.sqrt(cx * cx + cy * cy + cz * cz)
+    if size <= COMMON_NORMAL_MIN * math.sqrt(sx * sx + sy * sy + sz * sz):
+        return True, d, nx, ny, nz, x, y, z
+    cx, cy, cz = cx / size, cy / size, cz / size
+    if cx * (mx + nx) + cy * (my + ny) + cz * (mz + nz) < 0.0:
+        cx, cy, cz = -cx, -cy, -cz
+    a1 = mx * x + my * y + mz * z - planes[left, 3]
+    c = mx * nx + my * ny + mz * nz
+    alpha, beta = (-a1 + c * d) / (1.0 - c * c), (-d + c * a1) / (1.0 - c * c)
+    dist = -(alpha * (mx * cx + my * cy + mz * cz) + beta * (nx * cx + ny * cy + nz * cz))
+    return True, dist, cx, cy, cz, x, y, z
+
+
+@njit(cache=True)
+def _separating(planes, lines, x0, y0, z0, sx, sy, sz, limit):
+    """A plane among ``lines`` (-1 entries skipped) both ends of the segment lie beyond by more than ``limit``,
+    or -1."""
+    for f in lines:
+        if f >= 0:
+            a, b = _line(planes, f, x0, y0, z0, sx, sy, sz)
+            if a > limit and a + b > limit:
+                return f
+    return -1
+
+
+@njit(cache=True)
+def _cached_apart(planes, f, x0, y0, z0, sx, sy, sz, limit):
+    """Whether cached plane ``f`` (-1: none) still has both ends of the segment beyond ``limit``."""
+    if f < 0:
+        return False
+    a, b = _line(planes, f, x0, y0, z0, sx, sy, sz)
+    return a > limit and a + b > limit
+
+
+@njit(cache=True)
+def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks):
+    """The candidate contacts of a segment against piece ``p``: ``(n, feats (2, 8), separating plane)`` with rows
+    ``(d, nx, ny, nz, x, y, z, end)`` (``end`` 0 / 1: the range's first / second end); kink contacts only when
+    ``kinks``."""
+    feats = np.empty((2, 8))
+    length = math.sqrt(sx * sx + sy * sy + sz * sz)
+    t_lo, t_hi, left, right, flat_line = segment_minimum(planes, int(info[p, INFO_START]), int(info[p, INFO_MID]),
+                                                         x0, y0, z0, sx, sy, sz, FLAT_SINE * length)
+    top = flat_line if flat_line >= 0 else (right if right >= 0 else left)
+    a, b = _line(planes, top, x0, y0, z0, sx, sy, sz)
+    if a + t_lo * b > limit:
+        lines = np.array([left, right, flat_line])
+        return 0, feats, _separating(planes, lines, x0, y0, z0, sx, sy, sz, limit)
+    if flat_line < 0 and not kinks:
+        return 0, feats, -1
+    n = 0
+    for end, t in enumerate((t_lo, t_hi)):
+        if (end == 1 and flat_line < 0) or t <= END_RTOL or t >= 1.0 - END_RTOL:
+            continue
+        ok, d, nx, ny, nz, x, y, z = _feature(planes, info, p, x0, y0, z0, sx, sy, sz, t, left, right, flat_line)
+        if ok and d <= limit:
+            feats[n, 0], feats[n, 1], feats[n, 2], feats[n, 3] = d, nx, ny, nz
+            feats[n, 4], feats[n, 5], feats[n, 6], feats[n, 7] = x, y, z, end
+            n += 1
+    return n, feats, -1
+
+
+@njit(cache=True)
+def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k):
+    """Environment edge ``w`` against tool piece ``t`` in the tool frame (module docstring); returns the new
+    row count."""
+    ends, planes, info = geo.edges.env, geo.tool.planes, geo.tool.info
+    q = np.empty(6)
+    for j in range(2):
+        wx, wy, wz = ends[w, 3 * j] - pos[0], ends[w, 3 * j + 1] - pos[1], ends[w, 3 * j + 2] - pos[2]
+        for a in range(3):
+            q[3 * j + a] = rot[0, a] * wx + rot[1, a] * wy + rot[2, a] * wz
+    sx, sy, sz = q[3] - q[0], q[4] - q[1], q[5] - q[2]
+    if _cached_apart(planes, cache[w, t], q[0], q[1], q[2], sx, sy, sz, limit):
+        return k
+    n, feats, sep = _segment_features(planes, info, t, q[0], q[1], q[2], sx, sy, sz, limit, True)
+    cache[w, t] = sep
+    e = geo.edges.env_piece[w]
+    net = geo.env_net[e]
+    u_world, u = np.empty(6), np.empty(6)
+    for i in range(n):
+        d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
+        x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
+        px = pos[0] + rot[0, 0] * x + rot[0, 1] * y + rot[0, 2] * z
+        py = pos[1] + rot[1, 0] * x + rot[1, 1] * y + rot[1, 2] * z
+        pz = pos[2] + rot[2, 0] * x + rot[2, 1] * y + rot[2, 2] * z
+        if net >= 0 and inside_domain(geo.depth, net, px, py, pz):
+            continue
+        _point_velocities(motion, com, px, py, pz, u_world)
+        for jj in range(2):  # the environment point relative to the tool, tool frame: -Rᵀ u
+            for a in range(3):
+                u[3 * jj + a] = -(rot[0, a] * u_world[3 * jj] + rot[1, a] * u_world[3 * jj + 1]
+                                  + rot[2, a] * u_world[3 * jj + 2])
+        if d > margin and d > _reach(nx, ny, nz, u, margin, lookahead):
+            continue
+        gx = -(rot[0, 0] * nx + rot[0, 1] * ny + rot[0, 2] * nz)
+        gy = -(rot[1, 0] * nx + rot[1, 1] * ny + rot[1, 2] * nz)
+        gz = -(rot[2, 0] * nx + rot[2, 1] * ny + rot[2, 2] * nz)
+        key = ((3.0 + feats[i, 7]) * KEY_SHIFT + w) * KEY_SHIFT + t
+        _write_row(out, k, d, gx, gy, gz, px + d * gx, py + d * gy, pz + d * gz, geo.env_friction[e], key)
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, grow, cache, out, k):
+    """Environment edges (from the grid cells around each tool piece, grown by ``grow`` [m]) against the tool
+    pieces; an edge listed in several cells is taken in the first cell both ranges share."""
+    ed = geo.edges
+    origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
+    limit = margin + lookahead * speed
+    lo, hi = np.empty(3), np.empty(3)
+    c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
+    for t in range(geo.tool.info.shape[0]):
+        _world_box(rot, pos, geo.tool_lo[t], geo.tool_hi[t], grow, lo, hi)
+        for a in range(3):
+            c0[a] = max(int(math.floor((lo[a] - origin[a]) / cell_size)), 0)
+            c1[a] = min(int(math.floor((hi[a] - origin[a]) / cell_size)), dims[a] - 1)
+        for i in range(c0[0], c1[0] + 1):
+            for j in range(c0[1], c1[1] + 1):
+                for kk in range(c0[2], c1[2] + 1):
+                    cell = (i * dims[1] + j) * dims[2] + kk
+                    for item in range(ed.edge_start[cell], ed.edge_start[cell + 1]):
+                        w = ed.edge_items[item]
+                        cells = ed.env_cells[w]
+                        if (i != max(c0[0], cells[0]) or j != max(c0[1], cells[1]) or kk != max(c0[2], cells[2])
+                                or not (all_edges or ed.env_sharp[w])):
+                            continue
+                        k = _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k)
+    return k
+
+
+@njit(cache=True)
+def _tool_edge(geo, e, p, x0, y0, z0, sx, sy, sz, motion, com, margin, lookahead, limit, cache, kept, count):
+    """Tool edge ``e`` (world segment) against environment piece ``p``: its edge–face contacts added to ``kept``
+    (the deepest :data:`MAX_PER_EDGE`). Returns the new count."""
+    planes, info = geo.env.planes, geo.env.info
+    if _cached_apart(planes, cache[e, p], x0, y0, z0, sx, sy, sz, limit):
+        return count
+    n, feats, sep = _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, False)
+    cache[e, p] = sep
+    net = geo.env_net[p]
+    u = np.empty(6)
+    for i in range(n):
+        d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
+        x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
+        if net >= 0 and inside_domain(geo.depth, net, x, y, z):
+            continue
+        _point_velocities(motion, com, x, y, z, u)
+        if d > margin and d > _reach(nx, ny, nz, u, margin, lookahead):
+            continue
+        slot = count
+        if count == MAX_PER_EDGE:
+            slot = 0
+            for s in range(1, count):
+                if kept[s, ROW_DISTANCE] > kept[slot, ROW_DISTANCE]:
+                    slot = s
+            if d >= kept[slot, ROW_DISTANCE]:
+                continue
+        else:
+            count += 1
+        key = ((5.0 + feats[i, 7]) * KEY_SHIFT + e) * KEY_SHIFT + p
+        _write_row(kept, slot, d, nx, ny, nz, x, y, z, geo.env_friction[p], key)
+    return count
+
+
+@njit(cache=True)
+def _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache, out, k):
+    """Tool edges (world) against the environment pieces listed in the grid cells of their boxes; a piece listed
+    in several cells is taken in the first cell both ranges share."""
+    ed = geo.edges
+    origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
+    limit = margin + lookahead * speed
+    kept = np.empty((MAX_PER_EDGE, ROW_WIDTH))
+    q = np.empty(6)
+    c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
+    for e in range(ed.tool.shape[0]):
+        if not (all_edges or ed.tool_sharp[e]):
+            continue
+        for j in range(2):
+            lx, ly, lz = ed.tool[e, 3 * j], ed.tool[e, 3 * j + 1], ed.tool[e, 3 * j + 2]
+            for a in range(3):
+                q[3 * j + a] = pos[a] + rot[a, 0] * lx + rot[a, 1] * ly + rot[a, 2] * lz
+        outside = False
+        for a in range(3):
+            lo, hi = min(q[a], q[3 + a]), max(q[a], q[3 + a])
+            c0[a] = max(int(math.floor((lo - origin[a]) / cell_size)), 0)
+            c1[a] = min(int(math.floor((hi - origin[a]) / cell_size)), dims[a] - 1)
+            outside = outside or c0[a] > c1[a]
+        if outside:
+            continue
+        sx, sy, sz = q[3] - q[0], q[4] - q[1], q[5] - q[2]
+        count = 0
+        for i in range(c0[0], c1[0] + 1):
+            for j in range(c0[1], c1[1] + 1):
+                for kk in range(c0[2], c1[2] + 1):
+                    cell = (i * dims[1] + j) * dims[2] + kk
+                    for item in range(geo.piece_start[cell], geo.piece_start[cell + 1]):
+                        p = geo.piece_items[item]
+                        cells = ed.piece_cells[p]
+                        if i != max(c0[0], cells[0]) or j != max(c0[1], cells[1]) or kk != max(c0[2], cells[2]):
+                            continue
+                        apart = False
+                        for a in range(3):
+                            apart = apart or (min(q[a], q[3 + a]) > ed.piece_hi[p, a] + limit
+                                              or max(q[a], q[3 + a]) < ed.piece_lo[p, a] - limit)
+                        if not apart:
+                            count = _tool_edge(geo, e, p, q[0], q[1], q[2], sx, sy, sz, motion, com, margin,
+                                               lookahead, limit, cache, kept, count)
+        for s in range(count):
+            out[k] = kept[s]
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def edge_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache_env, cache_tool, out, k):
+    """The edge contacts of the tool at one pose that may come within ``margin`` during the step, appended to
+    ``out`` from row ``k`` (environment edges, then tool edges; module docstring).
+
+    Args:
+        geo: :class:`~._kernels_geometry.ContactGeometry`. rot, pos, motion, com, margin, lookahead, speed: as
+            :func:`._kernels_contacts.node_contacts` takes them.
+        all_edges: every edge (the penetration check), or the sharp ones only (a step;
+            :mod:`contactkit.engine._edge_geometry`).
+        cache_env: ``(Ee, T)`` int64 separating-plane cache of environment edges against tool pieces (-1: none);
+            cache_tool: ``(Et, E)`` of tool edges against environment pieces; both updated.
+        out: ``(N ≥ raw_capacity, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`).
+
+    Returns:
+        The number of rows in ``out``.
+    """
+    cap = geo.max_margin[0]
+    margin = min(margin, cap)
+    k = _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cap, cache_env, out, k)
+    return _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache_tool, out, k)
