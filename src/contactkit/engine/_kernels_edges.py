@@ -140,10 +140,9 @@ def _feature(planes, info, p, x0, y0, z0, sx, sy, sz, t, left, right, flat_line)
 
 
 @njit(cache=True)
-def _separating(planes, lines, x0, y0, z0, sx, sy, sz, limit):
-    """A plane among ``lines`` (-1 entries skipped) both ends of the segment lie beyond by more than ``limit``,
-    or -1."""
-    for f in lines:
+def _separating(planes, f1, f2, f3, x0, y0, z0, sx, sy, sz, limit):
+    """A plane among ``f1, f2, f3`` (-1: none) both ends of the segment lie beyond by more than ``limit``, or -1."""
+    for f in (f1, f2, f3):
         if f >= 0:
             a, b = _line(planes, f, x0, y0, z0, sx, sy, sz)
             if a > limit and a + b > limit:
@@ -161,21 +160,19 @@ def _cached_apart(planes, f, x0, y0, z0, sx, sy, sz, limit):
 
 
 @njit(cache=True)
-def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks):
-    """The candidate contacts of a segment against piece ``p``: ``(n, feats (2, 8), separating plane)`` with rows
-    ``(d, nx, ny, nz, x, y, z, end)`` (``end`` 0 / 1: the range's first / second end); kink contacts only when
-    ``kinks``."""
-    feats = np.empty((2, 8))
+def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks, feats):
+    """The candidate contacts of a segment against piece ``p`` written to ``feats (2, 8)``, rows ``(d, nx, ny, nz,
+    x, y, z, end)`` (``end`` 0 / 1: the range's first / second end); kink contacts only when ``kinks``. Returns
+    ``(count, separating plane or -1)``."""
     length = math.sqrt(sx * sx + sy * sy + sz * sz)
     t_lo, t_hi, left, right, flat_line = segment_minimum(planes, int(info[p, INFO_START]), int(info[p, INFO_MID]),
                                                          x0, y0, z0, sx, sy, sz, FLAT_SINE * length)
     top = flat_line if flat_line >= 0 else (right if right >= 0 else left)
     a, b = _line(planes, top, x0, y0, z0, sx, sy, sz)
     if a + t_lo * b > limit:
-        lines = np.array([left, right, flat_line])
-        return 0, feats, _separating(planes, lines, x0, y0, z0, sx, sy, sz, limit)
+        return 0, _separating(planes, left, right, flat_line, x0, y0, z0, sx, sy, sz, limit)
     if flat_line < 0 and not kinks:
-        return 0, feats, -1
+        return 0, -1
     n = 0
     for end, t in enumerate((t_lo, t_hi)):
         if (end == 1 and flat_line < 0) or t <= END_RTOL or t >= 1.0 - END_RTOL:
@@ -185,15 +182,14 @@ def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks):
             feats[n, 0], feats[n, 1], feats[n, 2], feats[n, 3] = d, nx, ny, nz
             feats[n, 4], feats[n, 5], feats[n, 6], feats[n, 7] = x, y, z, end
             n += 1
-    return n, feats, -1
+    return n, -1
 
 
 @njit(cache=True)
-def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k):
+def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k, q, feats, u_world, u):
     """Environment edge ``w`` against tool piece ``t`` in the tool frame (module docstring); returns the new
-    row count."""
+    row count. ``q (6,)``, ``feats (2, 8)``, ``u_world, u (6,)``: scratch."""
     ends, planes, info = geo.edges.env, geo.tool.planes, geo.tool.info
-    q = np.empty(6)
     for j in range(2):
         wx, wy, wz = ends[w, 3 * j] - pos[0], ends[w, 3 * j + 1] - pos[1], ends[w, 3 * j + 2] - pos[2]
         for a in range(3):
@@ -201,11 +197,10 @@ def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache,
     sx, sy, sz = q[3] - q[0], q[4] - q[1], q[5] - q[2]
     if _cached_apart(planes, cache[w, t], q[0], q[1], q[2], sx, sy, sz, limit):
         return k
-    n, feats, sep = _segment_features(planes, info, t, q[0], q[1], q[2], sx, sy, sz, limit, True)
+    n, sep = _segment_features(planes, info, t, q[0], q[1], q[2], sx, sy, sz, limit, True, feats)
     cache[w, t] = sep
     e = geo.edges.env_piece[w]
     net = geo.env_net[e]
-    u_world, u = np.empty(6), np.empty(6)
     for i in range(n):
         d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
         x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
@@ -239,6 +234,7 @@ def _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, 
     limit = margin + lookahead * speed
     lo, hi = np.empty(3), np.empty(3)
     c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
+    q, feats, u_world, u = np.empty(6), np.empty((2, 8)), np.empty(6), np.empty(6)
     for t in range(geo.tool.info.shape[0]):
         _world_box(rot, pos, geo.tool_lo[t], geo.tool_hi[t], grow, lo, hi)
         for a in range(3):
@@ -254,21 +250,22 @@ def _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, 
                         if (i != max(c0[0], cells[0]) or j != max(c0[1], cells[1]) or kk != max(c0[2], cells[2])
                                 or not (all_edges or ed.env_sharp[w])):
                             continue
-                        k = _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k)
+                        k = _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k,
+                                      q, feats, u_world, u)
     return k
 
 
 @njit(cache=True)
-def _tool_edge(geo, e, p, x0, y0, z0, sx, sy, sz, motion, com, margin, lookahead, limit, cache, kept, count):
+def _tool_edge(geo, e, p, x0, y0, z0, sx, sy, sz, motion, com, margin, lookahead, limit, cache, kept, count, feats,
+               u):
     """Tool edge ``e`` (world segment) against environment piece ``p``: its edge–face contacts added to ``kept``
-    (the deepest :data:`MAX_PER_EDGE`). Returns the new count."""
+    (the deepest :data:`MAX_PER_EDGE`). Returns the new count. ``feats (2, 8)``, ``u (6,)``: scratch."""
     planes, info = geo.env.planes, geo.env.info
     if _cached_apart(planes, cache[e, p], x0, y0, z0, sx, sy, sz, limit):
         return count
-    n, feats, sep = _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, False)
+    n, sep = _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, False, feats)
     cache[e, p] = sep
     net = geo.env_net[p]
-    u = np.empty(6)
     for i in range(n):
         d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
         x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
@@ -300,7 +297,7 @@ def _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges,
     origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
     limit = margin + lookahead * speed
     kept = np.empty((MAX_PER_EDGE, ROW_WIDTH))
-    q = np.empty(6)
+    q, feats, u = np.empty(6), np.empty((2, 8)), np.empty(6)
     c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
     for e in range(ed.tool.shape[0]):
         if not (all_edges or ed.tool_sharp[e]):
@@ -334,7 +331,7 @@ def _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges,
                                               or max(q[a], q[3 + a]) < ed.piece_lo[p, a] - limit)
                         if not apart:
                             count = _tool_edge(geo, e, p, q[0], q[1], q[2], sx, sy, sz, motion, com, margin,
-                                               lookahead, limit, cache, kept, count)
+                                               lookahead, limit, cache, kept, count, feats, u)
         for s in range(count):
             out[k] = kept[s]
             k += 1
