@@ -12,7 +12,8 @@ steps runs
    nodes against the learned depth network of every static that has one (``StaticBody.depth_model``, tight-tolerance
    paper §III-A: :func:`._kernels_depthnet.depth_contacts`, set up by :mod:`.depth_contacts`), then
    :func:`._kernels_edges.edge_contacts` — the sharp edges of either side's pieces against the other's pieces
-   (edge–face and edge–edge contacts no vertex sees), then
+   (edge–face and edge–edge contacts no vertex sees; only piece pairs no face plane separates,
+   :mod:`._kernels_pairs`), then
    :func:`._kernels_reduce.reduce_contacts` — canonical order and clustering — and the warm start by feature key;
 3. :mod:`._kernels_solve` — matrix-free problem rows and :func:`~._kernels_solve.solve_box` (``SolverKind.BOX_PGS``)
    or :func:`~._kernels_solve.solve_cone` (``SolverKind.CONE_SOR``);

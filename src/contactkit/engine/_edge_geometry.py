@@ -29,35 +29,50 @@ MIN_EDGE_ANGLE = 1e-6
 """Two face planes closer than this [rad] in normal make no edge (degenerate direction)."""
 
 
+BOUND_RTOL = 1e-9
+"""The pieces' bounding volumes (:func:`piece_bounds`) grow by this × the piece's extent [m]: round-off never lets
+a vertex out of them."""
+
+BOUND_CENTRE, BOUND_AXES, BOUND_HALF, BOUND_RADIUS, BOUND_BOX_CENTRE, BOUND_BOX_HALF, BOUND_REACH, BOUND_WIDTH = (
+    0, 3, 12, 15, 16, 19, 22, 23)
+"""Columns of a piece's bounds row (:func:`piece_bounds`): the centre ``c`` (3) and the axes ``a, e_1, e_2`` (rows,
+9) of its box in its own frame with the half extents (3) along them, the radius ``R`` about the axis ``a`` through
+``c``, the centre (3) and half extents (3) of its box along the coordinate axes, and its reach: the largest
+distance of a vertex from the frame's origin (a tool piece: the tool origin) or from that box's centre (an
+environment piece), the lever of the travel bound of :func:`._kernels_pairs.pieces_apart`."""
+
+RANGE_START, RANGE_SHARP, RANGE_STOP = 0, 1, 2
+"""Columns of :attr:`EdgeSet.tool_range` / ``env_range``: a piece's edges are ``start:stop``, its sharp ones
+``start:sharp``."""
+
+
 class EdgeSet(NamedTuple):
-    """The edges of the tool's and the environment's pieces (module docstring).
+    """The edges of the tool's and the environment's pieces (module docstring), and the pieces' bounding volumes
+    for the piece-pair rejection of :mod:`._kernels_pairs`.
 
     Attributes:
-        tool: ``(Et, 6)`` tool-frame endpoints ``(p0, p1)`` of the tool pieces' edges [m].
+        tool: ``(Et, 6)`` tool-frame endpoints ``(p0, p1)`` of the tool pieces' edges [m], piece after piece, the
+            sharp ones first within a piece.
         tool_piece: ``(Et,)`` int64, the tool piece of each edge.
         tool_sharp: ``(Et,)`` bool.
-        env: ``(Ee, 6)`` world endpoints of the environment pieces' edges [m].
-        env_piece: ``(Ee,)`` int64, the environment piece of each edge.
-        env_sharp: ``(Ee,)`` bool.
-        env_cells: ``(Ee, 6)`` int64, the grid cell range ``(c0, c1)`` of each edge's box grown by the largest margin
-            (the grid of :class:`~._kernels_geometry.ContactGeometry`).
-        edge_start, edge_items: cell → environment edges whose grown box meets it.
+        tool_range: ``(T, 3)`` int64, each tool piece's edge range (columns ``RANGE_*``).
+        tool_bounds: ``(T, BOUND_WIDTH)`` the tool pieces' bounds (tool frame; :func:`piece_bounds`).
+        env, env_piece, env_sharp, env_range, env_bounds: the same of the environment pieces (world frame).
         piece_lo, piece_hi: ``(E, 3)`` world boxes of the environment pieces [m].
-        piece_cells: ``(E, 6)`` int64, each environment piece's grown cell range (as the grid lists it).
     """
 
     tool: np.ndarray
     tool_piece: np.ndarray
     tool_sharp: np.ndarray
+    tool_range: np.ndarray
+    tool_bounds: np.ndarray
     env: np.ndarray
     env_piece: np.ndarray
     env_sharp: np.ndarray
-    env_cells: np.ndarray
-    edge_start: np.ndarray
-    edge_items: np.ndarray
+    env_range: np.ndarray
+    env_bounds: np.ndarray
     piece_lo: np.ndarray
     piece_hi: np.ndarray
-    piece_cells: np.ndarray
 
 
 def piece_edges(verts: np.ndarray, planes: np.ndarray, internal: np.ndarray | None = None) -> tuple[np.ndarray,
@@ -89,52 +104,60 @@ def piece_edges(verts: np.ndarray, planes: np.ndarray, internal: np.ndarray | No
     return np.array(ends, dtype=np.float64).reshape(-1, 6), np.array(sharp, dtype=bool)
 
 
-def _stack(per_piece: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Edges of several pieces stacked: endpoints ``(K, 6)``, piece ``(K,)``, sharpness ``(K,)``."""
-    ends = np.concatenate([e for e, _ in per_piece]) if per_piece else np.zeros((0, 6))
-    piece = np.repeat(np.arange(len(per_piece)), [len(e) for e, _ in per_piece]).astype(np.int64)
-    sharp = np.concatenate([s for _, s in per_piece]) if per_piece else np.zeros(0, bool)
-    return np.ascontiguousarray(ends.reshape(-1, 6)), piece, sharp.astype(bool)
+def piece_bounds(verts: np.ndarray, frame: np.ndarray, from_origin: bool) -> np.ndarray:
+    """A convex piece's bounding volumes: ``(BOUND_WIDTH,)``, columns ``BOUND_*`` — its box in the frame ``(3, 3)``
+    (rows ``a, e_1, e_2``, orthonormal: the piece's own, :func:`._kernels_geometry.piece_set`), the cylinder of
+    axis ``a`` through that box's centre, and its box along the coordinate axes, each grown by :data:`BOUND_RTOL`.
+
+    A piece's support ``max_v n·v`` is at most each one's (:func:`._kernels_pairs.support`): the first is exact
+    for a box, the second within the sagitta for a fine polygonal prism (a peg), the third for an axis-aligned part.
+
+    Args:
+        verts: ``(V, 3)`` the piece's vertices [m] (any frame; the bounds are in it).
+        from_origin: :data:`BOUND_REACH` measured from the frame's origin (a tool piece), else from the box's centre.
+    """
+    pad = BOUND_RTOL * max(float(np.ptp(verts, axis=0).max()), 1e-12)
+    local = verts @ frame.T
+    lo, hi = local.min(axis=0), local.max(axis=0)
+    mid = 0.5 * (lo + hi)
+    radius = float(np.sqrt(((local[:, 1:] - mid[1:]) ** 2).sum(axis=1).max()))
+    box_lo, box_hi = verts.min(axis=0), verts.max(axis=0)
+    reach = np.linalg.norm(verts - (0.0 if from_origin else 0.5 * (box_lo + box_hi)), axis=1).max()
+    return np.concatenate([frame.T @ mid, frame.reshape(-1), 0.5 * (hi - lo) + pad, [radius + pad],
+                           0.5 * (box_lo + box_hi), 0.5 * (box_hi - box_lo) + pad, [reach + pad]])
 
 
-def _cell_range(lo: np.ndarray, hi: np.ndarray, origin: np.ndarray, cell: float, dims: np.ndarray) -> np.ndarray:
-    """``(N, 6)`` int64 clipped grid cell ranges ``(c0, c1)`` of boxes ``lo, hi (N, 3)`` [m]."""
-    c0 = np.clip(np.floor((lo - origin) / cell).astype(np.int64), 0, dims - 1)
-    c1 = np.clip(np.floor((hi - origin) / cell).astype(np.int64), 0, dims - 1)
-    return np.ascontiguousarray(np.concatenate([c0, c1], axis=1).reshape(-1, 6))
+def _stack(per_piece: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Edges of several pieces stacked, a piece's sharp ones first: endpoints ``(K, 6)``, piece ``(K,)``, sharpness
+    ``(K,)`` and each piece's range ``(N, 3)`` (columns ``RANGE_*``)."""
+    ends, piece, sharp, ranges, start = [np.zeros((0, 6))], [], [], [], 0
+    for i, (e, s) in enumerate(per_piece):
+        order = np.argsort(~s, kind="stable")
+        ends.append(e.reshape(-1, 6)[order])
+        sharp.append(s[order])
+        piece.append(np.full(len(s), i, np.int64))
+        ranges.append((start, start + int(s.sum()), start + len(s)))
+        start += len(s)
+    return (np.ascontiguousarray(np.concatenate(ends)), np.concatenate(piece or [np.zeros(0, np.int64)]),
+            np.concatenate(sharp or [np.zeros(0, bool)]).astype(bool), np.array(ranges, np.int64).reshape(-1, 3))
 
 
 def edge_set(tool: list[tuple[np.ndarray, np.ndarray]], env: list[tuple[np.ndarray, np.ndarray]],
-             piece_lo: np.ndarray, piece_hi: np.ndarray, grid: tuple, grow: float) -> EdgeSet:
+             tool_bounds: np.ndarray, env_bounds: np.ndarray, piece_lo: np.ndarray, piece_hi: np.ndarray) -> EdgeSet:
     """The :class:`EdgeSet` of a scene.
 
     Args:
         tool, env: per piece, the output of :func:`piece_edges` (tool frame; world frame).
+        tool_bounds, env_bounds: ``(T, BOUND_WIDTH)``, ``(E, BOUND_WIDTH)`` the pieces' :func:`piece_bounds`.
         piece_lo, piece_hi: ``(E, 3)`` world boxes of the environment pieces [m].
-        grid: ``(origin (3,), cell [m], dims (3,))`` of the scene's broad-phase grid.
-        grow: the largest margin [m]: boxes grow by it.
     """
-    tool_ends, tool_piece, tool_sharp = _stack(tool)
-    env_ends, env_piece, env_sharp = _stack(env)
-    origin, cell, dims = np.asarray(grid[0], np.float64), float(grid[1]), np.asarray(grid[2], np.int64)
-    n_cells = int(np.prod(dims))
-    lo = np.minimum(env_ends[:, :3], env_ends[:, 3:]) - grow
-    hi = np.maximum(env_ends[:, :3], env_ends[:, 3:]) + grow
-    cells = _cell_range(lo, hi, origin, cell, dims)
-    flat, owner = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for e, r in enumerate(cells):
-        i, j, k = np.meshgrid(*(np.arange(r[a], r[a + 3] + 1) for a in range(3)), indexing="ij")
-        flat.append(((i * dims[1] + j) * dims[2] + k).reshape(-1))
-        owner.append(np.full(flat[-1].shape, e, np.int64))
-    flat_all, owner_all = np.concatenate(flat), np.concatenate(owner)
-    order = np.lexsort((owner_all, flat_all))
-    edge_start = np.searchsorted(flat_all[order], np.arange(n_cells + 1)).astype(np.int64)
-    piece_lo = np.asarray(piece_lo, np.float64).reshape(-1, 3)
-    piece_hi = np.asarray(piece_hi, np.float64).reshape(-1, 3)
+    tool_ends, tool_piece, tool_sharp, tool_range = _stack(tool)
+    env_ends, env_piece, env_sharp, env_range = _stack(env)
     return EdgeSet(
-        tool=tool_ends, tool_piece=tool_piece, tool_sharp=tool_sharp,
-        env=env_ends, env_piece=env_piece, env_sharp=env_sharp, env_cells=cells,
-        edge_start=edge_start, edge_items=owner_all[order].astype(np.int64),
-        piece_lo=piece_lo, piece_hi=piece_hi,
-        piece_cells=_cell_range(piece_lo - grow, piece_hi + grow, origin, cell, dims),
+        tool=tool_ends, tool_piece=tool_piece, tool_sharp=tool_sharp, tool_range=tool_range,
+        tool_bounds=np.ascontiguousarray(np.asarray(tool_bounds, np.float64).reshape(-1, BOUND_WIDTH)),
+        env=env_ends, env_piece=env_piece, env_sharp=env_sharp, env_range=env_range,
+        env_bounds=np.ascontiguousarray(np.asarray(env_bounds, np.float64).reshape(-1, BOUND_WIDTH)),
+        piece_lo=np.ascontiguousarray(np.asarray(piece_lo, np.float64).reshape(-1, 3)),
+        piece_hi=np.ascontiguousarray(np.asarray(piece_hi, np.float64).reshape(-1, 3)),
     )

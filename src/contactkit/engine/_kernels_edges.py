@@ -21,7 +21,14 @@ edge–face contacts, since a crossing of a tool edge with an environment edge i
 point beyond one of the piece's internal faces gives no contact (the neighbour's region, as for vertices), nor does a
 point in a static's depth-network domain (the network answers there). Speculative margins as for vertices
 (:func:`._kernels_contacts._reach`). Each pair keeps a separating-plane cache: a plane both ends of the segment lie
-beyond by more than the margin. Contact keys ``(source · 2²¹ + edge) · 2²¹ + piece`` with source 3 / 4
+beyond by more than the margin.
+
+Cost: a tool piece meets only the environment pieces whose boxes meet its own and that a face plane of either does
+not separate by more than the limit (:mod:`._kernels_pairs`: bounding volumes, a plane cache and a travel bound
+per piece pair), and only their edges are collided; against a fine prism (a peg's 64 sides) a segment's envelope is
+walked on the side planes facing it (:mod:`._kernels_prism`), where that provably gives the same minimum.
+
+Contact keys ``(source · 2²¹ + edge) · 2²¹ + piece`` with source 3 / 4
 (environment edge, the range's first / second end) and 5 / 6 (tool edge); 0–2 are the vertices' and the depth
 networks' (:data:`._kernels_depthnet.KEY_SOURCE`).
 """
@@ -33,6 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
+from contactkit.engine._edge_geometry import RANGE_SHARP, RANGE_STOP
 from contactkit.engine._kernels_contacts import (
     INTERNAL_TOL,
     KEY_SHIFT,
@@ -43,6 +51,8 @@ from contactkit.engine._kernels_contacts import (
 )
 from contactkit.engine._kernels_depthnet import inside_domain
 from contactkit.engine._kernels_geometry import INFO_MID, INFO_START, INFO_STOP, MAX_PER_EDGE
+from contactkit.engine._kernels_pairs import MOTION_WIDTH, NO_PLANE, PairCache, near_box, near_pieces, track
+from contactkit.engine._kernels_prism import WINDOW_CAPACITY, side_window, window_holds
 from contactkit.engine.layout import ROW_DISTANCE, ROW_WIDTH
 
 FLAT_SINE = 1e-3
@@ -160,13 +170,36 @@ def _cached_apart(planes, f, x0, y0, z0, sx, sy, sz, limit):
 
 
 @njit(cache=True)
-def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks, feats):
+def _envelope_minimum(planes, info, p, x0, y0, z0, sx, sy, sz, flat, limit, table, rows):
+    """:func:`segment_minimum` of piece ``p``'s external planes, on the side planes facing the segment when the
+    piece is a prism and the result provably the same (:mod:`._kernels_prism`; ``table, rows``: its scratch);
+    indices are rows of ``planes``."""
+    count, left_out, right_out = side_window(planes, info, p, x0, y0, z0, sx, sy, sz, table, rows)
+    if count:
+        t_lo, t_hi, left, right, flat_line = segment_minimum(table, 0, count, x0, y0, z0, sx, sy, sz, flat)
+        left, right = rows[left] if left >= 0 else -1, rows[right] if right >= 0 else -1
+        flat_line = rows[flat_line] if flat_line >= 0 else -1
+        top = flat_line if flat_line >= 0 else (right if right >= 0 else left)
+        a, b = _line(planes, top, x0, y0, z0, sx, sy, sz)
+        if a + t_lo * b > limit:  # the true envelope is no lower: nothing within the limit
+            return t_lo, t_hi, left, right, flat_line
+        holds = True
+        for t in (t_lo, t_hi):
+            holds = holds and window_holds(planes, info, p, x0 + t * sx, y0 + t * sy, z0 + t * sz, a + t * b,
+                                           left_out, right_out)
+        if holds:
+            return t_lo, t_hi, left, right, flat_line
+    return segment_minimum(planes, int(info[p, INFO_START]), int(info[p, INFO_MID]), x0, y0, z0, sx, sy, sz, flat)
+
+
+@njit(cache=True)
+def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks, feats, table, rows):
     """The candidate contacts of a segment against piece ``p`` written to ``feats (2, 8)``, rows ``(d, nx, ny, nz,
-    x, y, z, end)`` (``end`` 0 / 1: the range's first / second end); kink contacts only when ``kinks``. Returns
-    ``(count, separating plane or -1)``."""
+    x, y, z, end)`` (``end`` 0 / 1: the range's first / second end); kink contacts only when ``kinks``
+    (``table, rows``: scratch of :func:`_envelope_minimum`). Returns ``(count, separating plane or -1)``."""
     length = math.sqrt(sx * sx + sy * sy + sz * sz)
-    t_lo, t_hi, left, right, flat_line = segment_minimum(planes, int(info[p, INFO_START]), int(info[p, INFO_MID]),
-                                                         x0, y0, z0, sx, sy, sz, FLAT_SINE * length)
+    t_lo, t_hi, left, right, flat_line = _envelope_minimum(planes, info, p, x0, y0, z0, sx, sy, sz,
+                                                           FLAT_SINE * length, limit, table, rows)
     top = flat_line if flat_line >= 0 else (right if right >= 0 else left)
     a, b = _line(planes, top, x0, y0, z0, sx, sy, sz)
     if a + t_lo * b > limit:
@@ -186,28 +219,32 @@ def _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, kinks, fea
 
 
 @njit(cache=True)
-def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k, q, feats, u_world, u):
-    """Environment edge ``w`` against tool piece ``t`` in the tool frame (module docstring); returns the new
-    row count. ``q (6,)``, ``feats (2, 8)``, ``u_world, u (6,)``: scratch."""
-    ends, planes, info = geo.edges.env, geo.tool.planes, geo.tool.info
+def _env_edge_features(planes, info, ends, w, t, rot, pos, limit, cache, q, feats, table, rows):
+    """Environment edge ``w`` (world ``ends``) against tool piece ``t`` in the tool frame: its candidate contacts in
+    ``feats`` (:func:`_segment_features`; ``q (6,)`` scratch: the edge in the tool frame). Returns their count."""
     for j in range(2):
         wx, wy, wz = ends[w, 3 * j] - pos[0], ends[w, 3 * j + 1] - pos[1], ends[w, 3 * j + 2] - pos[2]
         for a in range(3):
             q[3 * j + a] = rot[0, a] * wx + rot[1, a] * wy + rot[2, a] * wz
     sx, sy, sz = q[3] - q[0], q[4] - q[1], q[5] - q[2]
     if _cached_apart(planes, cache[w, t], q[0], q[1], q[2], sx, sy, sz, limit):
-        return k
-    n, sep = _segment_features(planes, info, t, q[0], q[1], q[2], sx, sy, sz, limit, True, feats)
+        return 0
+    n, sep = _segment_features(planes, info, t, q[0], q[1], q[2], sx, sy, sz, limit, True, feats, table, rows)
     cache[w, t] = sep
-    e = geo.edges.env_piece[w]
-    net = geo.env_net[e]
+    return n
+
+
+@njit(cache=True)
+def _env_edge_rows(depth, net, mu, w, t, n, feats, rot, pos, motion, com, margin, lookahead, out, k, u_world, u):
+    """The contact rows of environment edge ``w``'s ``n`` candidates ``feats`` (tool frame) against tool piece ``t``
+    (``net``: its static's depth network or -1, ``mu``: its friction). Returns the new row count."""
     for i in range(n):
         d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
         x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
         px = pos[0] + rot[0, 0] * x + rot[0, 1] * y + rot[0, 2] * z
         py = pos[1] + rot[1, 0] * x + rot[1, 1] * y + rot[1, 2] * z
         pz = pos[2] + rot[2, 0] * x + rot[2, 1] * y + rot[2, 2] * z
-        if net >= 0 and inside_domain(geo.depth, net, px, py, pz):
+        if net >= 0 and inside_domain(depth, net, px, py, pz):
             continue
         _point_velocities(motion, com, px, py, pz, u_world)
         for jj in range(2):  # the environment point relative to the tool, tool frame: -Rᵀ u
@@ -220,56 +257,43 @@ def _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache,
         gy = -(rot[1, 0] * nx + rot[1, 1] * ny + rot[1, 2] * nz)
         gz = -(rot[2, 0] * nx + rot[2, 1] * ny + rot[2, 2] * nz)
         key = ((3.0 + feats[i, 7]) * KEY_SHIFT + w) * KEY_SHIFT + t
-        _write_row(out, k, d, gx, gy, gz, px + d * gx, py + d * gy, pz + d * gz, geo.env_friction[e], key)
+        _write_row(out, k, d, gx, gy, gz, px + d * gx, py + d * gy, pz + d * gz, mu, key)
         k += 1
     return k
 
 
 @njit(cache=True)
-def _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, grow, cache, out, k):
-    """Environment edges (from the grid cells around each tool piece, grown by ``grow`` [m]) against the tool
-    pieces; an edge listed in several cells is taken in the first cell both ranges share."""
-    ed = geo.edges
-    origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
-    limit = margin + lookahead * speed
-    lo, hi = np.empty(3), np.empty(3)
-    c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
-    q, feats, u_world, u = np.empty(6), np.empty((2, 8)), np.empty(6), np.empty(6)
-    for t in range(geo.tool.info.shape[0]):
-        _world_box(rot, pos, geo.tool_lo[t], geo.tool_hi[t], grow, lo, hi)
-        for a in range(3):
-            c0[a] = max(int(math.floor((lo[a] - origin[a]) / cell_size)), 0)
-            c1[a] = min(int(math.floor((hi[a] - origin[a]) / cell_size)), dims[a] - 1)
-        for i in range(c0[0], c1[0] + 1):
-            for j in range(c0[1], c1[1] + 1):
-                for kk in range(c0[2], c1[2] + 1):
-                    cell = (i * dims[1] + j) * dims[2] + kk
-                    for item in range(ed.edge_start[cell], ed.edge_start[cell + 1]):
-                        w = ed.edge_items[item]
-                        cells = ed.env_cells[w]
-                        if (i != max(c0[0], cells[0]) or j != max(c0[1], cells[1]) or kk != max(c0[2], cells[2])
-                                or not (all_edges or ed.env_sharp[w])):
-                            continue
-                        k = _env_edge(geo, w, t, rot, pos, motion, com, margin, lookahead, limit, cache, out, k,
-                                      q, feats, u_world, u)
+def _env_edges(geo, t, near, n_near, stop, lo, hi, rot, pos, motion, com, margin, lookahead, limit, cache, out, k,
+               scratch):
+    """The edges ``range[p, 0]:range[p, stop]`` of the environment pieces ``p`` in ``near[:n_near]`` whose boxes
+    meet tool piece ``t``'s world box ``lo, hi`` (grown by the limit), against it. ``scratch``: ``(q (6,), feats
+    (2, 8), u_world (6,), u (6,), table (WINDOW_CAPACITY, 4), rows (WINDOW_CAPACITY,))``. Returns the new row
+    count."""
+    ends, ranges, planes, info = geo.edges.env, geo.edges.env_range, geo.tool.planes, geo.tool.info
+    q, feats, u_world, u, table, rows = scratch
+    for i in range(n_near):
+        p = near[i]
+        for w in range(ranges[p, 0], ranges[p, stop]):
+            meets = True
+            for a in range(3):
+                meets = meets and min(ends[w, a], ends[w, 3 + a]) <= hi[a] and max(ends[w, a], ends[w, 3 + a]) >= lo[a]
+            if not meets:
+                continue
+            n = _env_edge_features(planes, info, ends, w, t, rot, pos, limit, cache, q, feats, table, rows)
+            if n:
+                k = _env_edge_rows(geo.depth, geo.env_net[p], geo.env_friction[p], w, t, n, feats, rot, pos, motion,
+                                   com, margin, lookahead, out, k, u_world, u)
     return k
 
 
 @njit(cache=True)
-def _tool_edge(geo, e, p, x0, y0, z0, sx, sy, sz, motion, com, margin, lookahead, limit, cache, kept, count, feats,
-               u):
-    """Tool edge ``e`` (world segment) against environment piece ``p``: its edge–face contacts added to ``kept``
-    (the deepest :data:`MAX_PER_EDGE`). Returns the new count. ``feats (2, 8)``, ``u (6,)``: scratch."""
-    planes, info = geo.env.planes, geo.env.info
-    if _cached_apart(planes, cache[e, p], x0, y0, z0, sx, sy, sz, limit):
-        return count
-    n, sep = _segment_features(planes, info, p, x0, y0, z0, sx, sy, sz, limit, False, feats)
-    cache[e, p] = sep
-    net = geo.env_net[p]
+def _tool_edge_keep(depth, net, mu, e, p, n, feats, motion, com, margin, lookahead, kept, count, u):
+    """Tool edge ``e``'s ``n`` candidates ``feats`` (world) against environment piece ``p`` added to ``kept`` (the
+    deepest :data:`MAX_PER_EDGE`; ``net``, ``mu`` as :func:`_env_edge_rows`'). Returns the new count."""
     for i in range(n):
         d, nx, ny, nz = feats[i, 0], feats[i, 1], feats[i, 2], feats[i, 3]
         x, y, z = feats[i, 4], feats[i, 5], feats[i, 6]
-        if net >= 0 and inside_domain(geo.depth, net, x, y, z):
+        if net >= 0 and inside_domain(depth, net, x, y, z):
             continue
         _point_velocities(motion, com, x, y, z, u)
         if d > margin and d > _reach(nx, ny, nz, u, margin, lookahead):
@@ -285,53 +309,48 @@ def _tool_edge(geo, e, p, x0, y0, z0, sx, sy, sz, motion, com, margin, lookahead
         else:
             count += 1
         key = ((5.0 + feats[i, 7]) * KEY_SHIFT + e) * KEY_SHIFT + p
-        _write_row(kept, slot, d, nx, ny, nz, x, y, z, geo.env_friction[p], key)
+        _write_row(kept, slot, d, nx, ny, nz, x, y, z, mu, key)
     return count
 
 
 @njit(cache=True)
-def _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache, out, k):
-    """Tool edges (world) against the environment pieces listed in the grid cells of their boxes; a piece listed
-    in several cells is taken in the first cell both ranges share."""
-    ed = geo.edges
-    origin, cell_size, dims = geo.grid_origin, geo.grid_cell[0], geo.grid_dims
-    limit = margin + lookahead * speed
-    kept = np.empty((MAX_PER_EDGE, ROW_WIDTH))
-    q, feats, u = np.empty(6), np.empty((2, 8)), np.empty(6)
-    c0, c1 = np.empty(3, np.int64), np.empty(3, np.int64)
-    for e in range(ed.tool.shape[0]):
-        if not (all_edges or ed.tool_sharp[e]):
+def _tool_edges(geo, t, near, n_near, stop, rot, pos, motion, com, margin, lookahead, limit, cache, out, k, kept,
+                scratch):
+    """The edges ``range[t, 0]:range[t, stop]`` of tool piece ``t`` (world) against the environment pieces
+    ``near[:n_near]`` whose boxes grown by the limit meet theirs; each edge keeps its deepest :data:`MAX_PER_EDGE`
+    contacts (``kept``); an edge outside the pieces' tool-frame box (:func:`._kernels_pairs.near_box`) is skipped.
+    ``scratch`` as :func:`_env_edges`' (``u_world`` holds that box). Returns the new row count."""
+    ed, planes, info = geo.edges, geo.env.planes, geo.env.info
+    ends, piece_lo, piece_hi = ed.tool, ed.piece_lo, ed.piece_hi
+    q, feats, box, u, table, rows = scratch
+    near_box(near, n_near, piece_lo, piece_hi, limit, rot, pos, box)
+    for e in range(ed.tool_range[t, 0], ed.tool_range[t, stop]):
+        meets = True
+        for a in range(3):
+            meets = (meets and min(ends[e, a], ends[e, 3 + a]) <= box[3 + a]
+                     and max(ends[e, a], ends[e, 3 + a]) >= box[a])
+        if not meets:
             continue
         for j in range(2):
-            lx, ly, lz = ed.tool[e, 3 * j], ed.tool[e, 3 * j + 1], ed.tool[e, 3 * j + 2]
+            lx, ly, lz = ends[e, 3 * j], ends[e, 3 * j + 1], ends[e, 3 * j + 2]
             for a in range(3):
                 q[3 * j + a] = pos[a] + rot[a, 0] * lx + rot[a, 1] * ly + rot[a, 2] * lz
-        outside = False
-        for a in range(3):
-            lo, hi = min(q[a], q[3 + a]), max(q[a], q[3 + a])
-            c0[a] = max(int(math.floor((lo - origin[a]) / cell_size)), 0)
-            c1[a] = min(int(math.floor((hi - origin[a]) / cell_size)), dims[a] - 1)
-            outside = outside or c0[a] > c1[a]
-        if outside:
-            continue
         sx, sy, sz = q[3] - q[0], q[4] - q[1], q[5] - q[2]
         count = 0
-        for i in range(c0[0], c1[0] + 1):
-            for j in range(c0[1], c1[1] + 1):
-                for kk in range(c0[2], c1[2] + 1):
-                    cell = (i * dims[1] + j) * dims[2] + kk
-                    for item in range(geo.piece_start[cell], geo.piece_start[cell + 1]):
-                        p = geo.piece_items[item]
-                        cells = ed.piece_cells[p]
-                        if i != max(c0[0], cells[0]) or j != max(c0[1], cells[1]) or kk != max(c0[2], cells[2]):
-                            continue
-                        apart = False
-                        for a in range(3):
-                            apart = apart or (min(q[a], q[3 + a]) > ed.piece_hi[p, a] + limit
-                                              or max(q[a], q[3 + a]) < ed.piece_lo[p, a] - limit)
-                        if not apart:
-                            count = _tool_edge(geo, e, p, q[0], q[1], q[2], sx, sy, sz, motion, com, margin,
-                                               lookahead, limit, cache, kept, count, feats, u)
+        for i in range(n_near):
+            p = near[i]
+            apart = False
+            for a in range(3):
+                apart = apart or (min(q[a], q[3 + a]) > piece_hi[p, a] + limit
+                                  or max(q[a], q[3 + a]) < piece_lo[p, a] - limit)
+            if apart or _cached_apart(planes, cache[e, p], q[0], q[1], q[2], sx, sy, sz, limit):
+                continue
+            n, sep = _segment_features(planes, info, p, q[0], q[1], q[2], sx, sy, sz, limit, False, feats, table,
+                                       rows)
+            cache[e, p] = sep
+            if n:
+                count = _tool_edge_keep(geo.depth, geo.env_net[p], geo.env_friction[p], e, p, n, feats, motion, com,
+                                        margin, lookahead, kept, count, u)
         for s in range(count):
             out[k] = kept[s]
             k += 1
@@ -339,9 +358,11 @@ def _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges,
 
 
 @njit(cache=True)
-def edge_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache_env, cache_tool, out, k):
+def edge_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache_env, cache_tool, out, k,
+                  cache_pair=None):
     """The edge contacts of the tool at one pose that may come within ``margin`` during the step, appended to
-    ``out`` from row ``k`` (environment edges, then tool edges; module docstring).
+    ``out`` from row ``k`` (module docstring). Per tool piece, the environment pieces whose boxes meet its own and
+    that :func:`._kernels_pairs.pieces_apart` does not reject: their edges against it, then its edges against them.
 
     Args:
         geo: :class:`~._kernels_geometry.ContactGeometry`. rot, pos, motion, com, margin, lookahead, speed: as
@@ -351,11 +372,35 @@ def edge_contacts(geo, rot, pos, motion, com, margin, lookahead, speed, all_edge
         cache_env: ``(Ee, T)`` int64 separating-plane cache of environment edges against tool pieces (-1: none);
             cache_tool: ``(Et, E)`` of tool edges against environment pieces; both updated.
         out: ``(N ≥ raw_capacity, ROW_WIDTH)`` contact rows (:mod:`contactkit.engine.layout`).
+        cache_pair: :class:`~._kernels_pairs.PairCache` of the piece pairs, updated; None: a fresh one.
 
     Returns:
         The number of rows in ``out``.
     """
-    cap = geo.max_margin[0]
-    margin = min(margin, cap)
-    k = _env_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cap, cache_env, out, k)
-    return _tool_edges(geo, rot, pos, motion, com, margin, lookahead, speed, all_edges, cache_tool, out, k)
+    if cache_pair is None:
+        gap = np.zeros((geo.env.info.shape[0], geo.tool.info.shape[0], 3))
+        gap[:, :, 0] = -np.inf
+        pairs = PairCache(np.full((geo.env.info.shape[0], geo.tool.info.shape[0]), NO_PLANE, np.int64), gap,
+                          np.zeros(MOTION_WIDTH))
+    else:
+        pairs = cache_pair
+    moved, turned = track(pairs.motion, rot, pos)
+    margin = min(margin, geo.max_margin[0])
+    limit = margin + lookahead * speed
+    stop = RANGE_STOP if all_edges else RANGE_SHARP
+    ed = geo.edges
+    lo, hi = np.empty(3), np.empty(3)
+    near = np.empty(geo.env.info.shape[0], np.int64)
+    kept = np.empty((MAX_PER_EDGE, ROW_WIDTH))
+    scratch = (np.empty(6), np.empty((2, 8)), np.empty(6), np.empty(6), np.empty((WINDOW_CAPACITY, 4)),
+               np.empty(WINDOW_CAPACITY, np.int64))
+    for t in range(geo.tool.info.shape[0]):
+        _world_box(rot, pos, geo.tool_lo[t], geo.tool_hi[t], max(limit, 0.0), lo, hi)
+        n_near = near_pieces(geo.env, geo.tool, ed.env_bounds, ed.tool_bounds, ed.piece_lo, ed.piece_hi, t, lo, hi,
+                              rot, pos, limit, pairs, moved, turned, near)
+        if n_near:
+            k = _env_edges(geo, t, near, n_near, stop, lo, hi, rot, pos, motion, com, margin, lookahead, limit,
+                           cache_env, out, k, scratch)
+            k = _tool_edges(geo, t, near, n_near, stop, rot, pos, motion, com, margin, lookahead, limit, cache_tool,
+                            out, k, kept, scratch)
+    return k

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from contactkit.collision import CollisionWorld
-from contactkit.engine._edge_geometry import EdgeSet, edge_set, piece_edges
+from contactkit.engine._edge_geometry import BOUND_WIDTH, EdgeSet, edge_set, piece_bounds, piece_edges
 from contactkit.engine._kernels_depthnet import DepthSet, empty_depth_set
 
 FACE_MATCH_RTOL = 1e-9
@@ -268,8 +268,9 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
                 np.zeros(2, np.int64), np.zeros(0, np.int64))
         lo, hi, env_edges = np.zeros((0, 3)), np.zeros((0, 3)), []
     tool_internal = _internal_faces(tool_v, tool_p)
+    tool = piece_set(tool_v, tool_p, tool_internal)
     return ContactGeometry(
-        tool=piece_set(tool_v, tool_p, tool_internal),
+        tool=tool,
         tool_verts=_weld(np.concatenate(tool_v))[0],
         tool_lo=np.array([v.min(axis=0) for v in tool_v]),
         tool_hi=np.array([v.max(axis=0) for v in tool_v]),
@@ -289,5 +290,13 @@ def contact_geometry(world: CollisionWorld, max_margin: float, depth: DepthSet |
         env_net=piece_net,
         env_vert_net=vert_net,
         edges=edge_set([piece_edges(v, p, f) for v, p, f in zip(tool_v, tool_p, tool_internal, strict=True)],
-                       env_edges, lo, hi, grid[:3], max_margin),
+                       env_edges, _bounds(tool_v, tool, True), _bounds(env_v, env, False), lo, hi),
     )
+
+
+def _bounds(piece_verts: list[np.ndarray], pieces: PieceSet, tool: bool) -> np.ndarray:
+    """``(N, BOUND_WIDTH)`` the pieces' bounding volumes in their own frames (:func:`._edge_geometry.piece_bounds`;
+    ``tool``: reach from the origin)."""
+    rows = [piece_bounds(v, pieces.info[i, INFO_FRAME:INFO_FRAME + 9].reshape(3, 3), tool)
+            for i, v in enumerate(piece_verts)]
+    return np.array(rows, np.float64).reshape(-1, BOUND_WIDTH)

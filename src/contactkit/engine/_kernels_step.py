@@ -29,6 +29,7 @@ from numba import njit
 from contactkit.engine._kernels_contacts import node_contacts
 from contactkit.engine._kernels_dynamics import free_velocity, rotate_body
 from contactkit.engine._kernels_edges import edge_contacts
+from contactkit.engine._kernels_pairs import PairCache
 from contactkit.engine._kernels_reduce import reduce_contacts, warm_start
 from contactkit.engine._kernels_solve import build_rows, project_positions, solve_box, solve_cone
 from contactkit.engine.layout import (
@@ -98,6 +99,9 @@ class Buffers(NamedTuple):
     stats: np.ndarray  # (10,) float64, see STAT_*
     cache_env_edges: np.ndarray  # (Ee, T) int64 separating-plane cache of environment edges (._kernels_edges)
     cache_tool_edges: np.ndarray  # (Et, E) int64
+    cache_pairs: np.ndarray  # (E, T) int64 separating planes of the piece pairs (._kernels_pairs.PairCache)
+    pair_gaps: np.ndarray  # (E, T, 3) their gaps and the travel then
+    pair_motion: np.ndarray  # (MOTION_WIDTH,) the tool's last queried pose and travel
 
 
 @njit(cache=True)
@@ -123,7 +127,8 @@ def collide(geo, buf, settings, rot, origin, com, motion, lookahead, speed):
     raw_count = node_contacts(geo, rot, origin, motion, com, settings.margin, lookahead, speed, buf.cache_tool,
                               buf.cache_env, buf.raw)
     raw_count = edge_contacts(geo, rot, origin, motion, com, settings.margin, lookahead, speed, False,
-                              buf.cache_env_edges, buf.cache_tool_edges, buf.raw, raw_count)
+                              buf.cache_env_edges, buf.cache_tool_edges, buf.raw, raw_count,
+                              PairCache(buf.cache_pairs, buf.pair_gaps, buf.pair_motion))
     count = reduce_contacts(buf.raw, raw_count, settings.max_contacts, settings.cos_cluster, settings.per_cluster,
                             buf.contacts)
     return raw_count, count

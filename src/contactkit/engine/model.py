@@ -63,6 +63,9 @@ class _BatchBuffers(NamedTuple):
     stats: np.ndarray
     cache_env_edges: np.ndarray
     cache_tool_edges: np.ndarray
+    cache_pairs: np.ndarray
+    pair_gaps: np.ndarray
+    pair_motion: np.ndarray
 
 
 def _stacked_buffers(geometry, max_contacts: int, size: int) -> _BatchBuffers:
@@ -99,7 +102,8 @@ def _advance_batch_py(geo, body, template, settings, bufs, states, deltas, max_p
         buf = Buffers(bufs.cache_tool[i], bufs.cache_env[i], bufs.raw[i], bufs.contacts[i], bufs.impulses[i],
                       bufs.frames[i], bufs.jac[i], bufs.m_inv_jt[i], bufs.blocks[i], bufs.bias[i], bufs.mu[i],
                       bufs.prev_keys[i], bufs.prev_impulses[i], bufs.counts[i], bufs.stats[i],
-                      bufs.cache_env_edges[i], bufs.cache_tool_edges[i])
+                      bufs.cache_env_edges[i], bufs.cache_tool_edges[i], bufs.cache_pairs[i],
+                      bufs.pair_gaps[i], bufs.pair_motion[i])
         before = state.copy()
         advance(geo, body, ctrl, settings, buf, state, readings[i], applied[i])
         failed[i] = buf.stats[STAT_NONFINITE] != 0.0

@@ -29,10 +29,11 @@ from contactkit.collision.tunnelling import TunnelGuard, find_tunnel
 from contactkit.collision.workspace import leaves_workspace
 from contactkit.control.impedance import GRAVITY, POSE_MODES, damping_gains
 from contactkit.control.stability import check_timestep
-from contactkit.engine._kernels_contacts import KEY_SHIFT, node_contacts
+from contactkit.engine._kernels_check import deepest_contact
+from contactkit.engine._kernels_contacts import KEY_SHIFT
 from contactkit.engine._kernels_dynamics import BodyModel, Control, body_state, pose_command_target
-from contactkit.engine._kernels_edges import edge_contacts
 from contactkit.engine._kernels_geometry import contact_geometry, raw_capacity
+from contactkit.engine._kernels_pairs import PairCache, pair_cache
 from contactkit.engine._kernels_step import (
     INTEGRATOR_EULER,
     INTEGRATOR_MIDPOINT,
@@ -51,7 +52,6 @@ from contactkit.engine.layout import (
     POINT_COLS,
     ROW_DISTANCE,
     ROW_FRICTION,
-    ROW_KEY,
     ROW_WIDTH,
     STATE_COM,
     STATE_OMEGA,
@@ -132,6 +132,7 @@ def _settings(engine: EngineParams, params: WorldParams) -> Settings:
 
 def _buffers(geometry, max_contacts: int) -> Buffers:
     k = max_contacts
+    pairs = pair_cache(len(geometry.env.info), len(geometry.tool.info))
     return Buffers(
         cache_tool=np.full((len(geometry.tool_verts), len(geometry.env.info)), -1, np.int64),
         cache_env=np.full((len(geometry.env_verts), len(geometry.tool.info)), -1, np.int64),
@@ -141,6 +142,7 @@ def _buffers(geometry, max_contacts: int) -> Buffers:
         prev_impulses=np.zeros((k, 3)), counts=np.zeros(2, np.int64), stats=np.zeros(len(STATS) + 1),
         cache_env_edges=np.full((len(geometry.edges.env), len(geometry.tool.info)), -1, np.int64),
         cache_tool_edges=np.full((len(geometry.edges.tool), len(geometry.env.info)), -1, np.int64),
+        cache_pairs=pairs.plane, pair_gaps=pairs.gap, pair_motion=pairs.motion,
     )
 
 
@@ -255,15 +257,11 @@ class EngineWorld:
 
     def _deepest(self, rot: np.ndarray, pos: np.ndarray) -> tuple[float, float]:
         """The smallest gap [m] of :meth:`_min_distance` and its contact's key (``(inf, -1)`` when none)."""
-        b, geo = self._buffers, self.geometry
-        com, still = pos + rot @ self.scene.tool.com, np.zeros((2, 6))
-        k = node_contacts(geo, rot, pos, still, com, 0.0, 0.0, 0.0, b.cache_tool, b.cache_env, b.raw)
-        k = edge_contacts(geo, rot, pos, still, com, 0.0, 0.0, 0.0, True, b.cache_env_edges, b.cache_tool_edges, b.raw,
-                          k)
-        if not k:
-            return math.inf, -1.0
-        i = int(np.argmin(b.raw[:k, ROW_DISTANCE]))
-        return float(b.raw[i, ROW_DISTANCE]), float(b.raw[i, ROW_KEY])
+        b = self._buffers
+        d, key = deepest_contact(self.geometry, rot, pos, pos + rot @ self.scene.tool.com, b.cache_tool, b.cache_env,
+                                 b.cache_env_edges, b.cache_tool_edges,
+                                 PairCache(b.cache_pairs, b.pair_gaps, b.pair_motion), b.raw)
+        return float(d), float(key)
 
     def _penetration(self, pos: np.ndarray, rot: np.ndarray) -> str | None:
         """Why the pose at the end of a step cannot be trusted: the tool deeper than :data:`MAX_PENETRATION` in a
