@@ -54,6 +54,7 @@ from contactkit.engine._kernels_geometry import (
     PLANE_PHI,
     PLANE_REACH,
 )
+from contactkit.engine._kernels_prism import first_side_at
 from contactkit.engine.layout import ROW_DISTANCE, ROW_FRICTION, ROW_KEY, ROW_NORMAL, ROW_POINT, ROW_WIDTH
 
 DEDUPE_ANGLE = math.radians(45.0)
@@ -86,14 +87,8 @@ def _side_planes(planes, info, p, dx, dy, dz, x, y, z, best, second, ib, i2):
     s1 = dx * info[p, e] + dy * info[p, e + 1] + dz * info[p, e + 2]
     s2 = dx * info[p, e + 3] + dy * info[p, e + 4] + dz * info[p, e + 5]
     rho, angle = math.hypot(s1, s2), math.atan2(s2, s1)
-    lo, hi = 0, n  # first side plane with phi >= angle
-    while lo < hi:
-        m = (lo + hi) // 2
-        if planes[side + m, PLANE_PHI] < angle:
-            lo = m + 1
-        else:
-            hi = m
-    right, left = lo, lo - 1
+    right = first_side_at(planes, side, n, angle)  # first side plane with phi >= angle
+    left = right - 1
     for _ in range(n):
         dr = planes[side + right % n, PLANE_PHI] - angle + (2.0 * math.pi if right >= n else 0.0)
         dl = angle - planes[side + left % n, PLANE_PHI] + (2.0 * math.pi if left < 0 else 0.0)

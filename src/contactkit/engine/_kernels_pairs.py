@@ -38,8 +38,8 @@ from contactkit.engine._kernels_geometry import (
     INFO_SIDE,
     INFO_START,
     INFO_STOP,
-    PLANE_PHI,
 )
+from contactkit.engine._kernels_prism import first_side_at
 
 SIDE_WINDOW = 2
 """A prism's side planes tried for a pair (:func:`pieces_apart`): this many each way of the azimuth that faces the
@@ -143,14 +143,7 @@ def _facing_side(tool, env_bounds, t, p, rot, pos):
     s1 = d[0] * info[t, e] + d[1] * info[t, e + 1] + d[2] * info[t, e + 2]
     s2 = d[0] * info[t, e + 3] + d[1] * info[t, e + 4] + d[2] * info[t, e + 5]
     angle, side = math.atan2(s2, s1), int(info[t, INFO_SIDE])
-    lo, hi = 0, int(info[t, INFO_MID]) - side
-    while lo < hi:
-        m = (lo + hi) // 2
-        if planes[side + m, PLANE_PHI] < angle:
-            lo = m + 1
-        else:
-            hi = m
-    return lo
+    return first_side_at(planes, side, int(info[t, INFO_MID]) - side, angle)
 
 
 @njit(cache=True)

@@ -46,7 +46,7 @@ def _azimuth(info, p, x, y, z):
 
 
 @njit(cache=True)
-def _first_at(planes, side, n, angle):
+def first_side_at(planes, side, n, angle):
     """Offset of the first of the ``n`` side planes from row ``side`` with ``φ ≥ angle`` (``n`` if none)."""
     lo, hi = 0, n
     while lo < hi:
@@ -76,8 +76,8 @@ def side_window(planes, info, p, x0, y0, z0, sx, sy, sz, table, rows):
     phi1 = _azimuth(info, p, x0 + sx, y0 + sy, z0 + sz)[0]
     sweep = (phi1 - phi0 + math.pi) % (2.0 * math.pi) - math.pi
     low, high = (phi1, phi0) if sweep < 0.0 else (phi0, phi1)  # the arc runs counter-clockwise from low to high
-    first = _first_at(planes, side, n, low)
-    inside = (_first_at(planes, side, n, high) - first) % n
+    first = first_side_at(planes, side, n, low)
+    inside = (first_side_at(planes, side, n, high) - first) % n
     count = inside + 2 * EDGE_SIDE_WINDOW
     if count >= n or others + count > WINDOW_CAPACITY:
         return 0, -1, -1
