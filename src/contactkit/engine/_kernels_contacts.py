@@ -180,6 +180,17 @@ def _write_row(out, k, d, nx, ny, nz, px, py, pz, mu, key):
 
 
 @njit(cache=True)
+def shallowest_kept(kept, count):
+    """Row of ``kept (≥count, ROW_WIDTH)`` with the largest signed distance among the first ``count``: the contact a
+    deeper one replaces when a list is full."""
+    slot = 0
+    for s in range(1, count):
+        if kept[s, ROW_DISTANCE] > kept[slot, ROW_DISTANCE]:
+            slot = s
+    return slot
+
+
+@njit(cache=True)
 def _keep(kept, count, d, nx, ny, nz, px, py, pz, mu, key):
     """Add a contact ``(d, n, p, mu, key)`` to one vertex's list ``kept (MAX_PER_VERTEX, ROW_WIDTH)``: the deepest
     per normal direction (:data:`DEDUPE_ANGLE`), at most :data:`MAX_PER_VERTEX`. Returns the new count."""
@@ -192,10 +203,7 @@ def _keep(kept, count, d, nx, ny, nz, px, py, pz, mu, key):
             slot = s
             break
     if slot == MAX_PER_VERTEX:
-        slot = 0
-        for s in range(1, count):
-            if kept[s, ROW_DISTANCE] > kept[slot, ROW_DISTANCE]:
-                slot = s
+        slot = shallowest_kept(kept, count)
         if d >= kept[slot, ROW_DISTANCE]:
             return count
     elif slot == count:

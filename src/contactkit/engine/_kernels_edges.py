@@ -48,6 +48,7 @@ from contactkit.engine._kernels_contacts import (
     _reach,
     _world_box,
     _write_row,
+    shallowest_kept,
 )
 from contactkit.engine._kernels_depthnet import inside_domain
 from contactkit.engine._kernels_geometry import INFO_MID, INFO_START, INFO_STOP, MAX_PER_EDGE
@@ -300,10 +301,7 @@ def _tool_edge_keep(depth, net, mu, e, p, n, feats, motion, com, margin, lookahe
             continue
         slot = count
         if count == MAX_PER_EDGE:
-            slot = 0
-            for s in range(1, count):
-                if kept[s, ROW_DISTANCE] > kept[slot, ROW_DISTANCE]:
-                    slot = s
+            slot = shallowest_kept(kept, count)
             if d >= kept[slot, ROW_DISTANCE]:
                 continue
         else:

@@ -131,9 +131,8 @@ FULL_BUDGET = PredictionBudget(train_episodes=500, val_episodes=10, test_episode
                                ood=OOD_POLICIES, ablation=(), unseen_episodes=4, held_out_episodes=4,
                                calibration=CalibrationBudget(coarse=48, local=80, segments=96, horizon=10))
 """100k training transitions (500 episodes of 200 steps); the graph networks take 8000 steps of the ``small`` preset
-each (batch 16, about 0.25 s a step on one core with tared labels and the previous command: the two train side by side
-on the 2 workers for about 40 minutes, what fits beside the residuals and the calibrations in about an hour on 2
-cores)."""
+each (batch 16, with tared labels and the previous command; 0.28 s a step on one idle core, 60 steps timed; the stored
+run trained the two side by side on its 2 workers in 56 min (Act-FIGNet) under other load, beside a calibration)."""
 
 
 def _data_sets(budget: PredictionBudget) -> list[tuple[str, str, int, tuple[str, str | None], str | None]]:
